@@ -1,0 +1,42 @@
+package relock
+
+import "github.com/relock-go/relock/internal/lockerr"
+
+// Errors returned by relock and its lock packages. Match them with
+// errors.Is: returned errors wrap them with the operation and lock name.
+var (
+	// ErrNotHeld is returned by an unlock from a handle that does not hold
+	// the lock: it never locked it, already unlocked it, or lost it (its
+	// lease ran out, the lock was deleted or taken by another owner, or its
+	// Client was closed). Nothing of the current owner is touched.
+	ErrNotHeld = lockerr.NotHeld
+
+	// ErrNotObtained is returned by a blocking acquire that gave up. When
+	// it gave up because ctx ended, the error also matches ctx.Err(); when
+	// the Client was closed, it also matches ErrClosed.
+	ErrNotObtained = lockerr.NotObtained
+
+	// ErrAlreadyHeld is returned by Lock or TryLock on a non-reentrant
+	// lock (mutex, or an rwlock's write side held as read) by a handle
+	// that already holds it: the call fails at once instead of deadlocking.
+	ErrAlreadyHeld = lockerr.AlreadyHeld
+
+	// ErrUpgrade is returned when a handle holding only read holds of a
+	// read/write lock asks for the write lock (which would deadlock).
+	ErrUpgrade = lockerr.Upgrade
+
+	// ErrInvalidName is returned for an empty lock name, one longer than
+	// 1024 bytes, or one starting with '}'.
+	ErrInvalidName = lockerr.InvalidName
+
+	// ErrInvalidOption is returned for an invalid Option or LockOption,
+	// such as a lease outside [10ms, 7 days].
+	ErrInvalidOption = lockerr.InvalidOption
+
+	// ErrNilClient is returned by every operation of a lock made from a
+	// nil *Client, or from a Client made with a nil Redis client.
+	ErrNilClient = lockerr.NilClient
+
+	// ErrClosed is returned by operations of locks whose Client is closed.
+	ErrClosed = lockerr.Closed
+)

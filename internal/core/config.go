@@ -1,0 +1,83 @@
+package core
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/relock-go/relock/internal/lockerr"
+)
+
+// LockConfig is what the relock.LockOption values set.
+type LockConfig struct {
+	// Lease is a fixed lease with no renewal; 0 means "use the watchdog".
+	Lease time.Duration
+	// Fencing makes each new hold obtain a strictly increasing token.
+	Fencing bool
+	// Heartbeat is how long a fair-lock waiter stays queued without
+	// showing it is alive; 0 means the default.
+	Heartbeat time.Duration
+
+	// Err records the first invalid option, reported by the first call.
+	Err error
+}
+
+// DefaultHeartbeat is the fair lock's default waiter heartbeat timeout.
+const DefaultHeartbeat = 5 * time.Second
+
+// CheckLease validates a lease-like duration.
+func CheckLease(what string, d time.Duration) error {
+	if d < MinLease || d > MaxLease {
+		return fmt.Errorf("%w: %s %v outside [%v, %v]", lockerr.InvalidOption, what, d, MinLease, MaxLease)
+	}
+	return nil
+}
+
+// MaxNameLen is the longest lock name accepted, in bytes.
+const MaxNameLen = 1024
+
+// CheckName validates a lock name. A name is used verbatim inside the
+// {hash tag} of every key of the lock, so it may hold any bytes except that
+// it must not be empty or start with '}' (either would leave the tag empty
+// and scatter the lock's keys over cluster slots).
+func CheckName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: empty", lockerr.InvalidName)
+	case len(name) > MaxNameLen:
+		return fmt.Errorf("%w: %d bytes, longer than %d", lockerr.InvalidName, len(name), MaxNameLen)
+	case name[0] == '}':
+		return fmt.Errorf("%w: %q starts with '}', which would empty its cluster hash tag", lockerr.InvalidName, name)
+	}
+	return nil
+}
+
+// Keys names the Redis keys and channel of one lock. All share the hash
+// tag {name}, so they live in one cluster slot.
+type Keys struct {
+	Lock    string // the lock itself
+	Fence   string // the fencing counter (no TTL; opt-in)
+	Channel string // wake-up channel
+	base    string
+}
+
+// NewKeys returns the keys of the lock of the given kind and name.
+func NewKeys(kind, name string) Keys {
+	base := "relock:" + kind + ":{" + name + "}"
+	return Keys{Lock: base, Fence: base + ":fence", Channel: base, base: base}
+}
+
+// Sub returns an auxiliary key of the lock (same hash tag).
+func (k Keys) Sub(suffix string) string { return k.base + ":" + suffix }
+
+// Record returns the request-record key of an owner.
+func (k Keys) Record(token string) string { return k.base + ":r:" + token }
+
+// Options converts a lock package's option values (relock.LockOption, whose
+// underlying type is func(*LockConfig)) for NewOwner.
+func Options[T ~func(*LockConfig)](opts []T) []func(*LockConfig) {
+	out := make([]func(*LockConfig), len(opts))
+	for i, o := range opts {
+		out[i] = o
+	}
+	return out
+}

@@ -1,0 +1,142 @@
+// Package core is the machinery every relock lock type is built on: the
+// per-client Engine (Redis client, watchdog, wake-up hub), lock options and
+// validation, key naming, the blocking wait loop, and the exclusive-lock
+// state machine shared by the mutex, reentrant and fair locks.
+package core
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/internal/lockerr"
+	"github.com/relock-go/relock/internal/notify"
+	"github.com/relock-go/relock/internal/watchdog"
+)
+
+// Engine is what a relock.Client owns: one Redis client, one watchdog
+// goroutine and one wake-up subscription, shared by every lock made from it.
+type Engine struct {
+	RDB redis.UniversalClient
+	WD  *watchdog.Watchdog
+	Hub *notify.Hub
+
+	// Err is set when the client itself is unusable (nil Redis client,
+	// invalid options); every lock operation returns it.
+	Err error
+
+	closeOnce sync.Once
+	closed    chan struct{}
+}
+
+// Config is a client's configuration.
+type Config struct {
+	WatchdogLease time.Duration
+}
+
+// DefaultWatchdogLease is Redisson's default lockWatchdogTimeout.
+const DefaultWatchdogLease = 30 * time.Second
+
+// Lease bounds, checked before any Redis call.
+const (
+	MinLease = 10 * time.Millisecond
+	MaxLease = 7 * 24 * time.Hour
+)
+
+// NewEngine returns an engine for rdb, or one whose Err says why it cannot
+// work. A usable engine has started its watchdog goroutine.
+func NewEngine(rdb redis.UniversalClient, cfg Config, cfgErr error) *Engine {
+	e := &Engine{RDB: rdb, closed: make(chan struct{})}
+	switch {
+	case isNil(rdb):
+		e.Err = lockerr.NilClient
+	case cfgErr != nil:
+		e.Err = cfgErr
+	default:
+		if err := CheckLease("watchdog timeout", cfg.WatchdogLease); err != nil {
+			e.Err = err
+		}
+	}
+	if e.Err != nil {
+		return e
+	}
+	e.WD = watchdog.New(rdb, cfg.WatchdogLease)
+	e.Hub = notify.New(rdb)
+	return e
+}
+
+// Close stops the watchdog and the subscription and waits for both. Holds
+// still held are declared lost; blocked acquires return an error matching
+// lockerr.Closed and lockerr.NotObtained.
+func (e *Engine) Close() error {
+	var err error
+	e.closeOnce.Do(func() {
+		close(e.closed)
+		if e.Err != nil {
+			return
+		}
+		e.WD.Close()
+		err = e.Hub.Close()
+	})
+	return err
+}
+
+// Closed is closed when Close has been called.
+func (e *Engine) Closed() <-chan struct{} { return e.closed }
+
+// Usable returns why the engine cannot serve a lock operation, or nil.
+func (e *Engine) Usable() error {
+	if e == nil {
+		return lockerr.NilClient
+	}
+	if e.Err != nil {
+		return e.Err
+	}
+	select {
+	case <-e.closed:
+		return lockerr.Closed
+	default:
+		return nil
+	}
+}
+
+// unwrap maps a *relock.Client to its engine; set by the root package.
+var unwrap func(any) *Engine
+
+// RegisterUnwrap is called once by the root package's init so that lock
+// packages can reach a Client's engine without it being exported.
+func RegisterUnwrap(f func(any) *Engine) { unwrap = f }
+
+// Of returns c's engine, or nil for a nil client.
+func Of(c any) *Engine {
+	if unwrap == nil || c == nil {
+		return nil
+	}
+	return unwrap(c)
+}
+
+// isNil reports whether rdb is nil, including a typed nil of go-redis's
+// client types (which would otherwise panic on first use).
+func isNil(rdb redis.UniversalClient) bool {
+	switch c := rdb.(type) {
+	case nil:
+		return true
+	case *redis.Client:
+		return c == nil
+	case *redis.ClusterClient:
+		return c == nil
+	case *redis.Ring:
+		return c == nil
+	}
+	return false
+}
+
+// IsRedisError reports whether err is an error reply from Redis (the
+// command was refused or failed there), as opposed to a transport or
+// context error after which the command may or may not have run.
+func IsRedisError(err error) bool {
+	var rerr redis.Error
+	return errors.As(err, &rerr) && !errors.Is(err, redis.Nil)
+}

@@ -1,0 +1,109 @@
+package core
+
+import (
+	"context"
+	"encoding/hex"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/internal/lockerr"
+)
+
+// Owner is what every lock handle is: one random 128-bit owner token on one
+// lock, with the options it was made with and the error (if any) that its
+// constructor arguments deserve.
+type Owner struct {
+	E     *Engine
+	Kind  string
+	Name  string
+	Keys  Keys
+	Cfg   LockConfig
+	Token string
+
+	// err is the constructor-time error (bad client, name or option),
+	// returned by every call.
+	err error
+	seq uint64 // request ids; guarded by the handle's mutex
+}
+
+// NewOwner validates its arguments and returns the owner; an invalid
+// argument is kept and returned by Check, never panicked on.
+func NewOwner(c any, kind, name string, opts []func(*LockConfig)) Owner {
+	var cfg LockConfig
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	u := uuid.New() // crypto/rand
+	o := Owner{
+		E:     Of(c),
+		Kind:  kind,
+		Name:  name,
+		Keys:  NewKeys(kind, name),
+		Cfg:   cfg,
+		Token: hex.EncodeToString(u[:]),
+	}
+	switch {
+	case o.E == nil:
+		o.err = lockerr.NilClient
+	case cfg.Err != nil:
+		o.err = cfg.Err
+	default:
+		o.err = CheckName(name)
+	}
+	return o
+}
+
+// Check returns why the owner cannot operate: an invalid constructor
+// argument, or a client that is unusable or closed.
+func (o *Owner) Check() error {
+	if o.err != nil {
+		return o.err
+	}
+	return o.E.Usable()
+}
+
+// Lease is the lease of this owner's holds: the fixed lease if one was
+// given, else the client's watchdog lease.
+func (o *Owner) Lease() time.Duration {
+	if o.Cfg.Lease > 0 {
+		return o.Cfg.Lease
+	}
+	return o.E.WD.Lease()
+}
+
+// Watched reports whether the watchdog renews this owner's holds.
+func (o *Owner) Watched() bool { return o.Cfg.Lease == 0 }
+
+// NextRequest returns a request id unique for this owner. The caller holds
+// the handle's mutex.
+func (o *Owner) NextRequest() string {
+	o.seq++
+	return strconv.FormatUint(o.seq, 36)
+}
+
+// MaxRecordTTL bounds how long a request record is kept. go-redis with its
+// defaults (3 s read timeout, 3 retries, backoff up to 512 ms) gives up on a
+// command within about 14 s of sending it.
+const MaxRecordTTL = 15 * time.Second
+
+// RecordTTL is how long a request record is kept, in milliseconds: long
+// enough to cover go-redis's resends of the request, and no longer than a
+// lease, so nothing outlives the lock by more than one lease.
+func (o *Owner) RecordTTL() int64 { return min(o.Lease(), MaxRecordTTL).Milliseconds() }
+
+// Run runs script with the owner's Redis client.
+func (o *Owner) Run(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
+	return s.Run(ctx, o.E.RDB, keys, args...)
+}
+
+// Cleanup returns a context for work that must be done even though the
+// caller's ctx ended (undoing an acquire whose reply was lost): detached
+// from ctx's cancellation, bounded by a few seconds.
+func Cleanup(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+}

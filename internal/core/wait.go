@@ -1,0 +1,99 @@
+package core
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"github.com/relock-go/relock/internal/lockerr"
+)
+
+// MaxWait caps every timed wait between acquire attempts. Wake-ups are
+// pushed, so this only matters when a push is lost (a broken subscription):
+// then a waiter tries again at least this often instead of hanging.
+const MaxWait = time.Second
+
+// Attempt tries to acquire once. It reports whether it acquired, and if
+// not, how long the current hold has left (<= 0 when unknown).
+type Attempt func(ctx context.Context) (ok bool, ttl time.Duration, err error)
+
+// WaitSpec describes one blocking acquire.
+type WaitSpec struct {
+	// Channel is subscribed to for wake-ups while waiting.
+	Channel string
+	// Try is called first and after every wake-up or timer.
+	Try Attempt
+	// MaxWait overrides the cap on a single timed wait when > 0 (the fair
+	// lock waits at most a fraction of its heartbeat between attempts).
+	MaxWait time.Duration
+	// Leave, if set, runs when the wait gives up after Try has returned
+	// false at least once (a fair-lock waiter leaves the queue).
+	Leave func()
+}
+
+// Wait blocks until spec.Try acquires, ctx ends or the engine closes. The
+// first attempt is made before subscribing (the uncontended path is one
+// round trip); once subscribed, an attempt is made again before waiting,
+// so a release between the first attempt and the subscription is not
+// missed. On ctx end the error matches both lockerr.NotObtained and
+// ctx.Err(), and nothing is left subscribed.
+func (e *Engine) Wait(ctx context.Context, spec WaitSpec) error {
+	ok, ttl, err := spec.Try(ctx)
+	if err != nil || ok {
+		return err
+	}
+	giveUp := func(err error) error {
+		if spec.Leave != nil {
+			spec.Leave()
+		}
+		return err
+	}
+	sub, err := e.Hub.Subscribe(ctx, spec.Channel)
+	if err != nil {
+		if gerr := lockerr.CtxGaveUp(ctx); gerr != nil {
+			return giveUp(gerr)
+		}
+		return giveUp(err)
+	}
+	defer sub.Close()
+
+	capWait := MaxWait
+	if spec.MaxWait > 0 {
+		capWait = spec.MaxWait
+	}
+	timer := time.NewTimer(0)
+	if !timer.Stop() {
+		<-timer.C
+	}
+	defer timer.Stop()
+	for {
+		ok, ttl, err = spec.Try(ctx)
+		if err != nil {
+			return giveUp(err)
+		}
+		if ok {
+			return nil
+		}
+		timer.Reset(waitFor(ttl, capWait))
+		select {
+		case <-sub.C:
+			if !timer.Stop() {
+				<-timer.C
+			}
+		case <-timer.C:
+		case <-ctx.Done():
+			return giveUp(lockerr.GaveUp(ctx.Err()))
+		case <-e.closed:
+			return giveUp(lockerr.GaveUp(lockerr.Closed))
+		}
+	}
+}
+
+// waitFor is how long to sleep when the holder has ttl left: until it
+// expires, capped, with a little jitter so waiters do not retry in step.
+func waitFor(ttl, capWait time.Duration) time.Duration {
+	if ttl <= 0 || ttl > capWait {
+		ttl = capWait
+	}
+	return ttl + time.Duration(rand.Int64N(int64(ttl/10)+1))
+}

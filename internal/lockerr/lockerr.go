@@ -1,0 +1,44 @@
+// Package lockerr defines relock's sentinel errors once, so that the root
+// package (which re-exports them) and the internal packages (which return
+// them) share the same values and errors.Is works across both.
+package lockerr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors; the root package documents each one.
+var (
+	NotHeld       = errors.New("relock: lock not held")
+	NotObtained   = errors.New("relock: lock not obtained")
+	AlreadyHeld   = errors.New("relock: lock already held by this handle")
+	Upgrade       = errors.New("relock: cannot upgrade a read hold to a write hold")
+	InvalidName   = errors.New("relock: invalid lock name")
+	InvalidOption = errors.New("relock: invalid option")
+	NilClient     = errors.New("relock: nil client")
+	Closed        = errors.New("relock: client closed")
+)
+
+// ClosedLoss is why a hold is lost when its client is closed.
+var ClosedLoss = fmt.Errorf("%w: %w", NotHeld, Closed)
+
+// notObtained is a blocking acquire that gave up because of cause (a ctx
+// error or a closed client): it matches NotObtained and its cause.
+type notObtained struct{ cause error }
+
+func (e notObtained) Error() string        { return NotObtained.Error() + ": " + e.cause.Error() }
+func (e notObtained) Unwrap() error        { return e.cause }
+func (e notObtained) Is(target error) bool { return target == NotObtained }
+
+// GaveUp returns an error matching both NotObtained and cause.
+func GaveUp(cause error) error { return notObtained{cause: cause} }
+
+// CtxGaveUp returns GaveUp(ctx.Err()) if ctx is done, else nil.
+func CtxGaveUp(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return GaveUp(err)
+	}
+	return nil
+}

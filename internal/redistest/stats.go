@@ -1,0 +1,52 @@
+package redistest
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ScriptCalls returns how many EVAL and EVALSHA commands a real server has
+// run (INFO commandstats), to check that a stall made go-redis resend.
+func ScriptCalls(t testing.TB, c *redis.Client) int64 {
+	t.Helper()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatalf("INFO commandstats: %v", err)
+	}
+	var n int64
+	for _, line := range strings.Split(info, "\n") {
+		if !strings.HasPrefix(line, "cmdstat_evalsha:") && !strings.HasPrefix(line, "cmdstat_eval:") {
+			continue
+		}
+		for _, f := range strings.Split(strings.SplitN(line, ":", 2)[1], ",") {
+			if v, ok := strings.CutPrefix(f, "calls="); ok {
+				c, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				n += c
+			}
+		}
+	}
+	return n
+}
+
+// Stall makes a real server sleep for d (DEBUG SLEEP, which the test
+// server enables), starting now; commands sent meanwhile wait in their
+// sockets and run when it wakes, even those whose client has given up on
+// them, as after a read timeout. Stall returns once the sleep has begun.
+func Stall(t testing.TB, admin *redis.Client, d time.Duration) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		done <- admin.Do(context.Background(), "DEBUG", "SLEEP", d.Seconds()).Err()
+	}()
+	t.Cleanup(func() {
+		if err := <-done; err != nil {
+			t.Errorf("DEBUG SLEEP: %v", err)
+		}
+	})
+	time.Sleep(20 * time.Millisecond)
+}

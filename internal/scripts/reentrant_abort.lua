@@ -1,0 +1,34 @@
+-- reentrant_abort: undo an acquire whose outcome is unknown (its caller gave
+-- up, e.g. ctx ended while the reply was in flight).
+--
+-- KEYS[1] lock hash
+-- KEYS[2] request record of this owner
+-- ARGV[1] owner token
+-- ARGV[2] request id of the abandoned acquire
+-- ARGV[3] record TTL in milliseconds (> 0)
+-- ARGV[4] wake-up channel
+-- ARGV[5] hold count the owner had before the abandoned acquire
+--
+-- Reply: 1 if the abandoned acquire had been applied (now undone), else 0.
+-- The record marks the request aborted either way, so a late copy of it
+-- (a retry on another connection) is refused instead of applied.
+local rec = redis.call('GET', KEYS[2])
+redis.call('SET', KEYS[2], ARGV[2] .. '|x', 'PX', ARGV[3])
+if not rec or string.match(rec, '^([^|]*)|') ~= ARGV[2] then
+  return 0
+end
+local tok = ARGV[1]
+local before = tonumber(ARGV[5])
+if redis.call('HEXISTS', KEYS[1], tok) == 0 then
+  return 1
+end
+if before > 0 then
+  redis.call('HSET', KEYS[1], tok, before)
+  return 1
+end
+redis.call('HDEL', KEYS[1], tok)
+if redis.call('HLEN', KEYS[1]) == 0 then
+  redis.call('DEL', KEYS[1])
+  redis.call('PUBLISH', ARGV[4], '1')
+end
+return 1

@@ -1,0 +1,37 @@
+-- reentrant_release: give back one hold of a reentrant lock.
+--
+-- KEYS[1] lock hash
+-- KEYS[2] request record of this owner
+-- ARGV[1] owner token
+-- ARGV[2] request id
+-- ARGV[3] lease in milliseconds (> 0), restored on a partial release
+-- ARGV[4] record TTL in milliseconds (> 0)
+-- ARGV[5] wake-up channel
+-- ARGV[6] "1" when this is the owner's final hold (its own count reaches 0)
+--
+-- Reply: 1 released (now, or by an earlier run of the same request),
+--        0 this owner holds nothing here (nothing is changed).
+--
+-- The owner's own count decides what "final" means: a hold that Redis
+-- counted twice (an acquire whose outcome was never learned) is not left
+-- behind after the owner's last Unlock.
+local rec = redis.call('GET', KEYS[2])
+if rec and string.match(rec, '^([^|]*)|') == ARGV[2] then
+  return 1
+end
+
+local tok = ARGV[1]
+if redis.call('HEXISTS', KEYS[1], tok) == 0 then
+  return 0
+end
+redis.call('SET', KEYS[2], ARGV[2] .. '|1', 'PX', ARGV[4])
+if ARGV[6] ~= '1' and redis.call('HINCRBY', KEYS[1], tok, -1) > 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  return 1
+end
+redis.call('HDEL', KEYS[1], tok)
+if redis.call('HLEN', KEYS[1]) == 0 then
+  redis.call('DEL', KEYS[1])
+  redis.call('PUBLISH', ARGV[5], '1')
+end
+return 1

@@ -1,0 +1,42 @@
+// Package scripts holds relock's Lua scripts, one file per operation, each
+// opening with a header that states its KEYS, ARGV and reply.
+//
+// Every script gets all of its keys through KEYS (they share one lock's hash
+// tag, so they live in one cluster slot) and every value through ARGV.
+// Scripts that change a lock are idempotent per request id: go-redis resends
+// a command whose reply timed out, and a second run must answer as the first.
+package scripts
+
+import (
+	_ "embed" // for go:embed
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed mutex_acquire.lua
+	mutexAcquire string
+	//go:embed mutex_release.lua
+	mutexRelease string
+	//go:embed mutex_abort.lua
+	mutexAbort string
+	//go:embed reentrant_acquire.lua
+	reentrantAcquire string
+	//go:embed reentrant_release.lua
+	reentrantRelease string
+	//go:embed reentrant_abort.lua
+	reentrantAbort string
+	//go:embed renew.lua
+	renew string
+)
+
+// Scripts, run with Run (EVALSHA, then EVAL when the server answers NOSCRIPT,
+// e.g. after SCRIPT FLUSH or a restart).
+var (
+	MutexAcquire     = redis.NewScript(mutexAcquire)
+	MutexRelease     = redis.NewScript(mutexRelease)
+	MutexAbort       = redis.NewScript(mutexAbort)
+	ReentrantAcquire = redis.NewScript(reentrantAcquire)
+	ReentrantRelease = redis.NewScript(reentrantRelease)
+	ReentrantAbort   = redis.NewScript(reentrantAbort)
+	Renew            = redis.NewScript(renew)
+)

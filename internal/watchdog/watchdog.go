@@ -1,0 +1,330 @@
+// Package watchdog keeps locks alive while their owners hold them.
+//
+// One Watchdog serves one relock.Client: a single goroutine renews every
+// watched hold, whatever its lock type, in batches (many holds per script
+// call, all calls of a round in one pipelined round trip). A renewal extends
+// a hold only if its owner still holds the lock; it never recreates a missing
+// key and never sends a non-positive expiry. When a renewal finds the lock
+// gone or someone else's, or when no renewal is confirmed before the hold's
+// local deadline, the hold is lost and its Lost channel is closed.
+//
+// Holds with a fixed lease are not renewed; the watchdog only closes their
+// Lost channel at their local deadline.
+package watchdog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/internal/lockerr"
+	"github.com/relock-go/relock/internal/scripts"
+)
+
+// BatchSize is the most holds renewed by one script call.
+const BatchSize = 500
+
+// Kinds of hold, as the renew script knows them.
+const (
+	KindString = "m" // plain mutex: a string holding the owner token
+	KindHash   = "h" // reentrant and fair: a hash of owner -> count
+	KindRW     = "w" // read/write lock
+)
+
+// Drift is the safety margin subtracted from a lease to get a local
+// deadline: 1% of the lease plus 2 ms, for clock rate differences between
+// this process and Redis and for the time a reply spends in flight.
+func Drift(lease time.Duration) time.Duration {
+	return lease/100 + 2*time.Millisecond
+}
+
+// Hold is one owner's hold of one lock, as the watchdog sees it.
+type Hold struct {
+	Key   string // the lock's main key
+	Kind  string // KindString, KindHash or KindRW
+	Token string // the owner token
+
+	lost chan struct{}
+
+	// Guarded by Watchdog.mu.
+	active   bool
+	renew    bool
+	deadline time.Time
+	err      error
+	timer    *time.Timer
+}
+
+// NewHold returns a hold for the owner token on key, not yet watched.
+func NewHold(key, kind, token string) *Hold {
+	return &Hold{Key: key, Kind: kind, Token: token, lost: make(chan struct{})}
+}
+
+// Lost returns a channel closed when the hold is lost. A hold that ends by
+// Remove (a normal release) is never lost and its channel stays open.
+func (h *Hold) Lost() <-chan struct{} { return h.lost }
+
+// Watchdog renews holds for one client. Its methods are safe for concurrent
+// use.
+type Watchdog struct {
+	rdb     redis.UniversalClient
+	sharded bool
+	lease   time.Duration
+	period  time.Duration
+
+	mu     sync.Mutex
+	holds  map[*Hold]struct{}
+	closed bool
+
+	kick chan struct{}
+	stop chan struct{}
+	done chan struct{}
+}
+
+// New starts a watchdog that renews holds to lease every lease/3.
+func New(rdb redis.UniversalClient, lease time.Duration) *Watchdog {
+	_, cluster := rdb.(*redis.ClusterClient)
+	_, ring := rdb.(*redis.Ring)
+	w := &Watchdog{
+		rdb:     rdb,
+		sharded: cluster || ring,
+		lease:   lease,
+		period:  lease / 3,
+		holds:   make(map[*Hold]struct{}),
+		kick:    make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	go w.loop()
+	return w
+}
+
+// Lease is the lease the watchdog renews holds to.
+func (w *Watchdog) Lease() time.Duration { return w.lease }
+
+// Add watches h, whose acquire was sent at start with the given lease. With
+// renew, the watchdog renews it to its own lease from now on; without, it
+// only declares it lost at start+lease-Drift(lease). Adding a hold that is
+// already watched moves its deadline (a re-entry that reset the lease).
+func (w *Watchdog) Add(h *Hold, start time.Time, lease time.Duration, renew bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		w.loseLocked(h, lockerr.ClosedLoss)
+		return
+	}
+	deadline := start.Add(lease - Drift(lease))
+	if h.active && !deadline.After(h.deadline) {
+		return
+	}
+	h.active, h.renew, h.deadline = true, renew, deadline
+	w.holds[h] = struct{}{}
+	if renew {
+		return
+	}
+	if h.timer != nil {
+		h.timer.Stop()
+	}
+	h.timer = time.AfterFunc(time.Until(deadline), func() { w.expire(h) })
+}
+
+// Remove stops watching h without declaring it lost. When Remove returns,
+// no renewal of h is sent any more and h.Lost is never closed by the
+// watchdog; a renewal already in flight can only extend a lock that the
+// owner still holds, and its outcome is ignored.
+func (w *Watchdog) Remove(h *Hold) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.removeLocked(h)
+}
+
+// Lose declares h lost because of cause (the owner learned it from Redis).
+func (w *Watchdog) Lose(h *Hold, cause error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.loseLocked(h, cause)
+}
+
+// Err returns why h was lost, or nil while it is not.
+func (w *Watchdog) Err(h *Hold) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return h.err
+}
+
+// Len is the number of watched holds.
+func (w *Watchdog) Len() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.holds)
+}
+
+// Close stops the watchdog goroutine and waits for it. Holds still watched
+// are declared lost (their locks will expire within one lease).
+func (w *Watchdog) Close() {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		<-w.done
+		return
+	}
+	w.closed = true
+	for h := range w.holds {
+		w.loseLocked(h, lockerr.ClosedLoss)
+	}
+	w.mu.Unlock()
+	close(w.stop)
+	<-w.done
+}
+
+func (w *Watchdog) removeLocked(h *Hold) {
+	if h.timer != nil {
+		h.timer.Stop()
+		h.timer = nil
+	}
+	h.active = false
+	delete(w.holds, h)
+}
+
+func (w *Watchdog) loseLocked(h *Hold, cause error) {
+	if h.err != nil {
+		return
+	}
+	w.removeLocked(h)
+	h.err = cause
+	close(h.lost)
+}
+
+func (w *Watchdog) expire(h *Hold) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if h.active && !time.Now().Before(h.deadline) {
+		w.loseLocked(h, fmt.Errorf("%w: lease ran out", lockerr.NotHeld))
+	}
+}
+
+func (w *Watchdog) loop() {
+	defer close(w.done)
+	t := time.NewTimer(w.period)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-t.C:
+		}
+		next := w.period
+		if !w.round() {
+			// Transient failure: retry soon, until each hold's deadline.
+			next = min(w.period/4, 500*time.Millisecond)
+		}
+		t.Reset(next)
+	}
+}
+
+// round renews every renewable hold once. It reports false when some
+// renewal could not be confirmed and should be retried soon.
+func (w *Watchdog) round() bool {
+	now := time.Now()
+	w.mu.Lock()
+	var due []*Hold
+	for h := range w.holds {
+		if !h.renew {
+			continue
+		}
+		if !now.Before(h.deadline) {
+			w.loseLocked(h, fmt.Errorf("%w: no renewal confirmed before the local deadline", lockerr.NotHeld))
+			continue
+		}
+		due = append(due, h)
+	}
+	w.mu.Unlock()
+	if len(due) == 0 {
+		return true
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), max(w.period, time.Second))
+	defer cancel()
+	batches := group(due, w.sharded)
+	cmds := make([]*redis.Cmd, len(batches))
+	_, perr := w.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, b := range batches {
+			cmds[i] = renewCmd(ctx, p, b, w.lease)
+		}
+		return nil
+	})
+	if perr != nil && isNoScript(perr) {
+		if err := scripts.Renew.Load(ctx, w.rdb).Err(); err == nil {
+			_, perr = w.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+				for i, b := range batches {
+					cmds[i] = renewCmd(ctx, p, b, w.lease)
+				}
+				return nil
+			})
+		}
+	}
+
+	ok := true
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, b := range batches {
+		res, err := cmds[i].Int64Slice()
+		if err != nil || len(res) != len(b) {
+			ok = false
+			continue
+		}
+		for j, h := range b {
+			if !h.active {
+				continue // released meanwhile: the outcome does not matter
+			}
+			if res[j] == 1 {
+				h.deadline = now.Add(w.lease - Drift(w.lease))
+				continue
+			}
+			w.loseLocked(h, fmt.Errorf("%w: lock gone or taken by another owner", lockerr.NotHeld))
+		}
+	}
+	return ok
+}
+
+func renewCmd(ctx context.Context, p redis.Pipeliner, b []*Hold, lease time.Duration) *redis.Cmd {
+	keys := make([]string, len(b))
+	args := make([]any, 0, 1+2*len(b))
+	args = append(args, lease.Milliseconds())
+	for i, h := range b {
+		keys[i] = h.Key
+		args = append(args, h.Kind, h.Token)
+	}
+	return scripts.Renew.EvalSha(ctx, p, keys, args...)
+}
+
+// group splits holds into script calls of at most BatchSize holds. When the
+// client shards keys (Cluster, Ring), the holds of one call share a slot, so
+// every call is valid there too.
+func group(holds []*Hold, sharded bool) [][]*Hold {
+	bySlot := make(map[uint16][]*Hold)
+	for _, h := range holds {
+		var s uint16
+		if sharded {
+			s = Slot(h.Key)
+		}
+		bySlot[s] = append(bySlot[s], h)
+	}
+	var out [][]*Hold
+	for _, hs := range bySlot {
+		for len(hs) > BatchSize {
+			out = append(out, hs[:BatchSize])
+			hs = hs[BatchSize:]
+		}
+		out = append(out, hs)
+	}
+	return out
+}
+
+func isNoScript(err error) bool {
+	var rerr redis.Error
+	return errors.As(err, &rerr) && len(err.Error()) >= 8 && err.Error()[:8] == "NOSCRIPT"
+}

@@ -1,0 +1,87 @@
+// Package mutex provides a plain distributed mutex on Redis: one owner at a
+// time, not reentrant.
+//
+// The lock is one Redis string, relock:mutex:{name}, holding the owner's
+// random token, set with its lease in one atomic step only if absent.
+// Release compares the token and deletes in one atomic step, and publishes
+// a wake-up. An uncontended Lock+Unlock costs exactly two Redis commands.
+// Without WithLease, the Client's watchdog renews the lease while the lock
+// is held.
+//
+// Mutual exclusion holds only while Redis keeps the key and the holder acts
+// before its local deadline; see the relock package documentation for the
+// exact guarantees, and relock.WithFencing for protecting a resource beyond
+// them.
+package mutex
+
+import (
+	"context"
+
+	"github.com/relock-go/relock"
+	"github.com/relock-go/relock/internal/core"
+	"github.com/relock-go/relock/internal/scripts"
+	"github.com/relock-go/relock/internal/watchdog"
+)
+
+// Mutex is a handle on a named distributed mutex. The handle is the owner:
+// it carries a random 128-bit owner token, and only this handle can unlock
+// what it locked. Two handles never share ownership, even for the same name
+// in one process; goroutines sharing one handle share its hold.
+//
+// A Mutex is made by New, is safe for concurrent use and must not be
+// copied. Its zero value is not usable.
+type Mutex struct {
+	x *core.Exclusive
+}
+
+// New returns a handle on the mutex called name. It never fails: an invalid
+// name or option, or a nil client, is reported by every call, as an error
+// matching relock.ErrInvalidName, relock.ErrInvalidOption or
+// relock.ErrNilClient. Names are used verbatim inside the key's hash tag;
+// see relock.ErrInvalidName for the few names refused.
+func New(c *relock.Client, name string, opts ...relock.LockOption) *Mutex {
+	o := core.NewOwner(c, "mutex", name, core.Options(opts))
+	return &Mutex{x: core.NewExclusive(o, core.Scripts{
+		Acquire: scripts.MutexAcquire,
+		Release: scripts.MutexRelease,
+		Abort:   scripts.MutexAbort,
+	}, false, watchdog.KindString, core.Extension{})}
+}
+
+// Lock acquires the mutex, waiting until it is free or ctx ends. It makes
+// one attempt at once; while the lock is held elsewhere it waits for the
+// holder's release (pushed through the Client's shared subscription) or
+// the holder's lease to run out, whichever comes first.
+//
+// On ctx end it returns an error matching both relock.ErrNotObtained and
+// ctx.Err(), and leaves nothing behind (if an attempt was in flight and did
+// take the lock, it is released). Lock on a handle that already holds the
+// mutex returns relock.ErrAlreadyHeld at once.
+func (m *Mutex) Lock(ctx context.Context) error { return m.x.Lock(ctx) }
+
+// TryLock makes one attempt: (true, nil) if it took the mutex, (false, nil)
+// if another owner holds it. It never waits for the lock.
+func (m *Mutex) TryLock(ctx context.Context) (bool, error) { return m.x.TryLock(ctx) }
+
+// Unlock releases the mutex if this handle holds it, and wakes a waiter.
+// It returns an error matching relock.ErrNotHeld if the handle does not
+// hold it (never locked, already unlocked, or lost: see Lost); the current
+// owner's lock is never touched. If the reply is lost (a network error),
+// the error says so and calling Unlock again is safe: it repeats the same
+// request, which Redis answers as it did the first time.
+func (m *Mutex) Unlock(ctx context.Context) error { return m.x.Unlock(ctx) }
+
+// Lost returns a channel that is closed when the current hold is lost: the
+// lease ran out, the key was deleted or taken behind the holder's back, no
+// renewal was confirmed before the local deadline, or the Client was
+// closed. Work protected by the lock should stop when it fires. A hold that
+// ends with Unlock is not lost, and its channel stays open. Before the
+// first successful Lock it returns nil.
+func (m *Mutex) Lost() <-chan struct{} { return m.x.Lost() }
+
+// Fence returns the fencing token of the current hold (see
+// relock.WithFencing), or 0 when the handle holds nothing or fencing is off.
+func (m *Mutex) Fence() int64 { return m.x.Fence() }
+
+// Name returns the lock's name.
+func (m *Mutex) Name() string { return m.x.Name }

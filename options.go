@@ -1,0 +1,71 @@
+package relock
+
+import (
+	"time"
+
+	"github.com/relock-go/relock/internal/core"
+)
+
+// Option configures a Client.
+type Option func(*clientConfig)
+
+type clientConfig struct {
+	core.Config
+	err error
+}
+
+// WithWatchdogTimeout sets the lease of locks that have no fixed lease
+// (Redisson's lockWatchdogTimeout; default 30s). The watchdog renews such
+// locks every timeout/3 while they are held, so a crashed holder's lock
+// expires within one timeout. It must lie in [10ms, 7 days].
+func WithWatchdogTimeout(d time.Duration) Option {
+	return func(c *clientConfig) {
+		c.WatchdogLease = d
+		if err := core.CheckLease("watchdog timeout", d); err != nil && c.err == nil {
+			c.err = err
+		}
+	}
+}
+
+// LockOption configures one lock handle.
+type LockOption func(*core.LockConfig)
+
+// WithLease gives the lock a fixed lease with no renewal (Redisson's
+// leaseTime): the lock expires d after it was acquired (or re-entered)
+// unless it is released first, and the handle's Lost channel fires when
+// that local deadline passes. d must lie in [10ms, 7 days].
+func WithLease(d time.Duration) LockOption {
+	return func(c *core.LockConfig) {
+		c.Lease = d
+		if err := core.CheckLease("lease", d); err != nil && c.Err == nil {
+			c.Err = err
+		}
+	}
+}
+
+// WithFencing makes every new hold obtain a fencing token that strictly
+// increases per lock name (across handles, Clients and processes), read
+// with the handle's Fence method. Pass the token to the resource that the
+// lock protects, and have it reject a token lower than one it has seen:
+// that is what keeps a paused or partitioned former holder out, and how a
+// token going backwards (Redis lost its data) is detected.
+//
+// The counter is a Redis key without a TTL (it must outlive the lock to
+// stay monotonic); it is the one key relock leaves behind.
+func WithFencing() LockOption {
+	return func(c *core.LockConfig) { c.Fencing = true }
+}
+
+// WithHeartbeat sets how long a fair-lock waiter keeps its place in the
+// queue without showing it is alive (default 5s). Live waiters refresh it
+// several times per period, however long they wait; a waiter whose process
+// died is dropped after at most d, so it delays the queue by at most d.
+// It must lie in [10ms, 7 days]. Other lock types ignore it.
+func WithHeartbeat(d time.Duration) LockOption {
+	return func(c *core.LockConfig) {
+		c.Heartbeat = d
+		if err := core.CheckLease("heartbeat", d); err != nil && c.Err == nil {
+			c.Err = err
+		}
+	}
+}

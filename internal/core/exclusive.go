@@ -64,8 +64,8 @@ func NewExclusive(o Owner, s Scripts, reentrant bool, holdKind string, ext Exten
 	return &Exclusive{Owner: o, scripts: s, reentrant: reentrant, holdKind: holdKind, ext: ext}
 }
 
-func (x *Exclusive) errorf(op string, err error) error {
-	return fmt.Errorf("%s: %s %q: %w", x.Kind, op, x.Name, err)
+func errorf(kind, op, name string, err error) error {
+	return fmt.Errorf("%s: %s %q: %w", kind, op, name, err)
 }
 
 // Lock acquires, waiting as long as ctx allows.

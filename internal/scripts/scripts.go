@@ -27,6 +27,8 @@ var (
 	reentrantAbort string
 	//go:embed renew.lua
 	renew string
+	//go:embed force_unlock.lua
+	forceUnlock string
 )
 
 // Scripts, run with Run (EVALSHA, then EVAL when the server answers NOSCRIPT,
@@ -39,4 +41,5 @@ var (
 	ReentrantRelease = redis.NewScript(reentrantRelease)
 	ReentrantAbort   = redis.NewScript(reentrantAbort)
 	Renew            = redis.NewScript(renew)
+	ForceUnlock      = redis.NewScript(forceUnlock)
 )

@@ -1,0 +1,106 @@
+// Package reentrant provides a distributed reentrant lock on Redis with
+// Redisson RLock semantics: the handle that holds it may lock it again
+// (nested critical sections) and holds it until it has unlocked as many
+// times as it locked.
+//
+// The lock is one Redis hash, relock:reentrant:{name}, whose only field is
+// the holder's owner token with its hold count as value, and whose TTL is
+// the lease. Every lock and partial unlock resets the lease to its full
+// length; the final unlock deletes the hash and wakes one waiter. Without
+// relock.WithLease, the Client's watchdog renews the lease while the lock
+// is held, registering the hold once (not once per re-entry).
+//
+// Ownership is per handle, not per goroutine (Go has no goroutine
+// identity): every goroutine using one handle shares its hold. Give each
+// independent worker its own handle.
+//
+// See the relock package documentation for the guarantees and their
+// limits.
+package reentrant
+
+import (
+	"context"
+	"time"
+
+	"github.com/relock-go/relock"
+	"github.com/relock-go/relock/internal/core"
+	"github.com/relock-go/relock/internal/scripts"
+	"github.com/relock-go/relock/internal/watchdog"
+)
+
+// Lock is a handle on a named reentrant lock. The handle is the owner: it
+// carries a random 128-bit owner token.
+//
+// A Lock is made by New, is safe for concurrent use and must not be
+// copied. Its zero value is not usable.
+type Lock struct {
+	x *core.Exclusive
+}
+
+// New returns a handle on the reentrant lock called name. It never fails:
+// an invalid name or option, or a nil client, is reported by every call, as
+// an error matching relock.ErrInvalidName, relock.ErrInvalidOption or
+// relock.ErrNilClient.
+func New(c *relock.Client, name string, opts ...relock.LockOption) *Lock {
+	o := core.NewOwner(c, "reentrant", name, core.Options(opts))
+	return &Lock{x: core.NewExclusive(o, core.Scripts{
+		Acquire: scripts.ReentrantAcquire,
+		Release: scripts.ReentrantRelease,
+		Abort:   scripts.ReentrantAbort,
+	}, true, watchdog.KindHash, core.Extension{})}
+}
+
+// Lock acquires the lock, or re-enters it if this handle holds it, waiting
+// until it is free or ctx ends. Each call resets the lease to its full
+// length.
+//
+// On ctx end it returns an error matching both relock.ErrNotObtained and
+// ctx.Err(), and the hold count is as before the call. A re-entry on a hold
+// that was lost (see Lost) returns an error matching relock.ErrNotHeld: the
+// outer critical section is no longer protected.
+func (l *Lock) Lock(ctx context.Context) error { return l.x.Lock(ctx) }
+
+// TryLock makes one attempt to acquire or re-enter: (true, nil) on success,
+// (false, nil) if another owner holds the lock.
+func (l *Lock) TryLock(ctx context.Context) (bool, error) { return l.x.TryLock(ctx) }
+
+// Unlock gives back one hold. A partial unlock keeps the lock and resets
+// its lease; the final one deletes it and wakes a waiter. Without a hold
+// (never locked, fully unlocked, lost, or another owner's) it returns an
+// error matching relock.ErrNotHeld and changes nothing. If the reply is lost
+// (a network error), calling Unlock again is safe: it repeats the same
+// request, which is counted once.
+func (l *Lock) Unlock(ctx context.Context) error { return l.x.Unlock(ctx) }
+
+// HoldCount returns how many holds this handle has on the lock according
+// to Redis: N after N locks not yet unlocked, 0 for any other handle.
+func (l *Lock) HoldCount(ctx context.Context) (int, error) {
+	return l.x.HashCount(ctx, l.x.Token)
+}
+
+// IsLocked reports whether any handle holds the lock.
+func (l *Lock) IsLocked(ctx context.Context) (bool, error) { return l.x.IsLocked(ctx) }
+
+// RemainingLease returns how long the lock has before it expires unless
+// renewed or re-entered, or 0 when nobody holds it.
+func (l *Lock) RemainingLease(ctx context.Context) (time.Duration, error) {
+	return l.x.RemainingLease(ctx)
+}
+
+// ForceUnlock deletes the lock whatever its owner and wakes every waiter;
+// it reports whether the lock was held. It is meant for operators (a stuck
+// lock after a bug): the former holder is not told until its next renewal
+// or unlock, which then finds the hold lost.
+func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) { return l.x.ForceUnlock(ctx) }
+
+// Lost returns a channel closed when the current hold is lost (see
+// mutex.Mutex.Lost). Before the first successful Lock it returns nil.
+func (l *Lock) Lost() <-chan struct{} { return l.x.Lost() }
+
+// Fence returns the fencing token of the current hold (the same for every
+// re-entry; see relock.WithFencing), or 0 when the handle holds nothing or
+// fencing is off.
+func (l *Lock) Fence() int64 { return l.x.Fence() }
+
+// Name returns the lock's name.
+func (l *Lock) Name() string { return l.x.Name }

@@ -26,8 +26,8 @@ type WaitSpec struct {
 	// MaxWait overrides the cap on a single timed wait when > 0 (the fair
 	// lock waits at most a fraction of its heartbeat between attempts).
 	MaxWait time.Duration
-	// Leave, if set, runs when the wait gives up after Try has returned
-	// false at least once (a fair-lock waiter leaves the queue).
+	// Leave, if set, runs when the wait gives up (a fair-lock waiter
+	// leaves the queue).
 	Leave func()
 }
 
@@ -38,15 +38,18 @@ type WaitSpec struct {
 // missed. On ctx end the error matches both lockerr.NotObtained and
 // ctx.Err(), and nothing is left subscribed.
 func (e *Engine) Wait(ctx context.Context, spec WaitSpec) error {
-	ok, ttl, err := spec.Try(ctx)
-	if err != nil || ok {
-		return err
-	}
 	giveUp := func(err error) error {
 		if spec.Leave != nil {
 			spec.Leave()
 		}
 		return err
+	}
+	ok, ttl, err := spec.Try(ctx)
+	if err != nil {
+		return giveUp(err)
+	}
+	if ok {
+		return nil
 	}
 	sub, err := e.Hub.Subscribe(ctx, spec.Channel)
 	if err != nil {

@@ -29,6 +29,16 @@ var (
 	renew string
 	//go:embed force_unlock.lua
 	forceUnlock string
+	//go:embed fair_common.lua
+	fairCommon string
+	//go:embed fair_acquire.lua
+	fairAcquire string
+	//go:embed fair_release.lua
+	fairRelease string
+	//go:embed fair_abort.lua
+	fairAbort string
+	//go:embed fair_leave.lua
+	fairLeave string
 )
 
 // Scripts, run with Run (EVALSHA, then EVAL when the server answers NOSCRIPT,
@@ -42,4 +52,9 @@ var (
 	ReentrantAbort   = redis.NewScript(reentrantAbort)
 	Renew            = redis.NewScript(renew)
 	ForceUnlock      = redis.NewScript(forceUnlock)
+	// The fair-lock scripts share the functions of fair_common.lua.
+	FairAcquire = redis.NewScript(fairCommon + fairAcquire)
+	FairRelease = redis.NewScript(fairCommon + fairRelease)
+	FairAbort   = redis.NewScript(fairCommon + fairAbort)
+	FairLeave   = redis.NewScript(fairCommon + fairLeave)
 )

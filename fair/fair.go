@@ -1,0 +1,132 @@
+// Package fair provides a distributed fair lock on Redis: waiters are
+// granted the lock strictly in the order they joined its queue at Redis,
+// and the lock is reentrant per handle like package reentrant.
+//
+// Data, all under the lock's {name} hash tag: the reentrant hash
+// relock:fair:{name} (owner token -> hold count, TTL = lease), a list
+// relock:fair:{name}:queue of waiting owners in arrival order, and a sorted
+// set relock:fair:{name}:timeouts of each waiter's liveness deadline.
+//
+// Where Redisson's fair lock goes wrong, and what this one does instead:
+//   - deadlines come from the server's clock (TIME inside the scripts),
+//     never from the clients' clocks;
+//   - a live waiter is never dropped, however long it waits: it refreshes
+//     its own deadline (a heartbeat) several times per heartbeat timeout;
+//   - a dead waiter (its process killed) is dropped once its deadline
+//     passes, so it delays the queue by about one heartbeat timeout
+//     (relock.WithHeartbeat, default 5 s), not minutes;
+//   - scripts never scan the queue: only dead waiters at its head are
+//     dropped, each once; only a waiter that gives up pays for finding
+//     itself in the list.
+//
+// A blocking Lock joins the queue once, on its first attempt; TryLock never
+// joins it (and so fails while anyone is queued, even if the lock is free
+// for a moment). A waiter whose ctx ends leaves the queue at once, and the
+// ones behind it move up without delay. Release wakes only the head of the
+// queue, on a channel of its own; as everywhere in relock, a bounded timer
+// backs every wait up.
+//
+// See the relock package documentation for the guarantees and their
+// limits.
+package fair
+
+import (
+	"context"
+	"time"
+
+	"github.com/relock-go/relock"
+	"github.com/relock-go/relock/internal/core"
+	"github.com/relock-go/relock/internal/scripts"
+	"github.com/relock-go/relock/internal/watchdog"
+)
+
+// Lock is a handle on a named fair lock. The handle is the owner: it
+// carries a random 128-bit owner token and keeps one place in the queue
+// while it waits.
+//
+// A Lock is made by New, is safe for concurrent use and must not be
+// copied. Its zero value is not usable.
+type Lock struct {
+	x *core.Exclusive
+}
+
+// New returns a handle on the fair lock called name. It never fails: an
+// invalid name or option, or a nil client, is reported by every call, as an
+// error matching relock.ErrInvalidName, relock.ErrInvalidOption or
+// relock.ErrNilClient. relock.WithHeartbeat sets the waiters' heartbeat
+// timeout.
+func New(c *relock.Client, name string, opts ...relock.LockOption) *Lock {
+	o := core.NewOwner(c, "fair", name, core.Options(opts))
+	hb := o.Cfg.Heartbeat
+	if hb == 0 {
+		hb = core.DefaultHeartbeat
+	}
+	queue, timeouts := o.Keys.Sub("queue"), o.Keys.Sub("timeouts")
+	prefix := o.Keys.Sub("w:") // channel prefix; channels are not keys
+	l := &Lock{}
+	ext := core.Extension{
+		Keys: []string{queue, timeouts},
+		AcquireArgs: func(block bool) []any {
+			b := 0
+			if block {
+				b = 1
+			}
+			return []any{b, hb.Milliseconds(), prefix}
+		},
+		ReleaseArgs: []any{hb.Milliseconds(), prefix},
+		Channel:     prefix + o.Token,
+		// Each attempt is the waiter's heartbeat: several per timeout.
+		MaxWait: min(hb/4, core.MaxWait),
+		Leave: func(ctx context.Context) error {
+			return l.x.Run(ctx, scripts.FairLeave, []string{o.Keys.Lock, queue, timeouts}, o.Token, prefix).Err()
+		},
+	}
+	l.x = core.NewExclusive(o, core.Scripts{
+		Acquire: scripts.FairAcquire,
+		Release: scripts.FairRelease,
+		Abort:   scripts.FairAbort,
+	}, true, watchdog.KindHash, ext)
+	return l
+}
+
+// Lock acquires the lock (or re-enters it if this handle holds it),
+// joining the queue and waiting for its turn until ctx ends. On ctx end it
+// returns an error matching both relock.ErrNotObtained and ctx.Err(), and
+// the handle has left the queue.
+func (l *Lock) Lock(ctx context.Context) error { return l.x.Lock(ctx) }
+
+// TryLock makes one attempt without joining the queue: (true, nil) if it
+// acquired or re-entered, (false, nil) if the lock is held or others are
+// queued for it.
+func (l *Lock) TryLock(ctx context.Context) (bool, error) { return l.x.TryLock(ctx) }
+
+// Unlock gives back one hold; the final one wakes the head of the queue.
+// Without a hold it returns an error matching relock.ErrNotHeld and changes
+// nothing. Calling it again after a network error is safe.
+func (l *Lock) Unlock(ctx context.Context) error { return l.x.Unlock(ctx) }
+
+// HoldCount returns this handle's hold count according to Redis (0 for any
+// handle that does not hold the lock).
+func (l *Lock) HoldCount(ctx context.Context) (int, error) {
+	return l.x.HashCount(ctx, l.x.Token)
+}
+
+// IsLocked reports whether any handle holds the lock.
+func (l *Lock) IsLocked(ctx context.Context) (bool, error) { return l.x.IsLocked(ctx) }
+
+// RemainingLease returns how long the lock has before it expires unless
+// renewed, or 0 when nobody holds it.
+func (l *Lock) RemainingLease(ctx context.Context) (time.Duration, error) {
+	return l.x.RemainingLease(ctx)
+}
+
+// Lost returns a channel closed when the current hold is lost (see
+// mutex.Mutex.Lost). Before the first successful Lock it returns nil.
+func (l *Lock) Lost() <-chan struct{} { return l.x.Lost() }
+
+// Fence returns the fencing token of the current hold (see
+// relock.WithFencing), or 0 when the handle holds nothing or fencing is off.
+func (l *Lock) Fence() int64 { return l.x.Fence() }
+
+// Name returns the lock's name.
+func (l *Lock) Name() string { return l.x.Name }

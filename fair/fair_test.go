@@ -1,0 +1,422 @@
+package fair_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock"
+	"github.com/relock-go/relock/fair"
+	"github.com/relock-go/relock/internal/redistest"
+)
+
+func TestMain(m *testing.M) {
+	if spec := os.Getenv("RELOCK_TEST_WAITER"); spec != "" {
+		waitForever(spec) // the child process of TestKilledWaiter
+		return
+	}
+	os.Exit(redistest.Main(m))
+}
+
+// lease is the watchdog timeout of the tests' clients: short, so request
+// records (kept at most one lease) are gone soon after a test.
+const lease = time.Second
+
+func newClient(t *testing.T, s *redistest.Server) *relock.Client {
+	t.Helper()
+	c := relock.New(s.Client(t), relock.WithWatchdogTimeout(lease))
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func base(name string) string { return "relock:fair:{" + name + "}" }
+
+// assertNothingLeft checks that every key of the lock is gone within one
+// lease (request records) or heartbeat (queue), once all are done.
+func assertNothingLeft(t *testing.T, s *redistest.Server, name string) {
+	t.Helper()
+	assert.Eventually(t, func() bool {
+		return len(s.Keys(t, base(name)+"*")) == 0
+	}, lease+500*time.Millisecond, 20*time.Millisecond, "keys left: %v", s.Keys(t, base(name)+"*"))
+}
+
+func queue(t *testing.T, s *redistest.Server, name string) []string {
+	t.Helper()
+	q, err := s.Client(t).LRange(context.Background(), base(name)+":queue", 0, -1).Result()
+	require.NoError(t, err)
+	return q
+}
+
+// waitQueued waits until the queue holds n waiters.
+func waitQueued(t *testing.T, s *redistest.Server, name string, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool { return len(queue(t, s, name)) == n },
+		5*time.Second, 2*time.Millisecond, "queue never reached %d waiters", n)
+}
+
+// runInOrder starts one waiter per handle, each after the previous one has
+// joined the queue and gap has passed, releases the holder, and returns the
+// order in which the waiters acquired.
+func runInOrder(t *testing.T, s *redistest.Server, name string, holder *fair.Lock, handles []*fair.Lock, gap time.Duration) []int {
+	t.Helper()
+	ctx := context.Background()
+	var mu sync.Mutex
+	var order []int
+	var wg sync.WaitGroup
+	for i, h := range handles {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := h.Lock(ctx); err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			time.Sleep(2 * time.Millisecond)
+			if err := h.Unlock(ctx); err != nil {
+				t.Error(err)
+			}
+		}()
+		waitQueued(t, s, name, i+1)
+		time.Sleep(gap)
+	}
+	require.NoError(t, holder.Unlock(ctx))
+	wg.Wait()
+	return order
+}
+
+func seq(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+func TestArrivalOrder(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		c := newClient(t, s)
+		name := redistest.Name(t)
+		holder := fair.New(c, name)
+		require.NoError(t, holder.Lock(context.Background()))
+		var handles []*fair.Lock
+		for i := 0; i < 8; i++ {
+			handles = append(handles, fair.New(c, name))
+		}
+		assert.Equal(t, seq(8), runInOrder(t, s, name, holder, handles, 100*time.Millisecond))
+		assertNothingLeft(t, s, name)
+	})
+}
+
+func TestArrivalOrderAcrossClients(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		name := redistest.Name(t)
+		clients := []*relock.Client{newClient(t, s), newClient(t, s), newClient(t, s)}
+		holder := fair.New(clients[0], name)
+		require.NoError(t, holder.Lock(context.Background()))
+		var handles []*fair.Lock
+		for i := 0; i < 24; i++ {
+			handles = append(handles, fair.New(clients[i%3], name))
+		}
+		assert.Equal(t, seq(24), runInOrder(t, s, name, holder, handles, 10*time.Millisecond))
+		assertNothingLeft(t, s, name)
+	})
+}
+
+func TestTryLockDoesNotQueue(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		c := newClient(t, s)
+		name := redistest.Name(t)
+		a, b := fair.New(c, name), fair.New(c, name)
+		require.NoError(t, a.Lock(ctx))
+		ok, err := b.TryLock(ctx)
+		require.NoError(t, err)
+		assert.False(t, ok)
+		assert.Empty(t, queue(t, s, name), "TryLock joined the queue")
+		assert.Empty(t, s.Keys(t, base(name)+":timeouts"))
+
+		ok, err = a.TryLock(ctx) // re-entry
+		require.NoError(t, err)
+		assert.True(t, ok)
+
+		// No barging: right after the release, the queued waiter is owed
+		// the lock, and a TryLock from elsewhere must not take it.
+		w := fair.New(c, name)
+		got := make(chan error, 1)
+		go func() { got <- w.Lock(ctx) }()
+		waitQueued(t, s, name, 1)
+		require.NoError(t, a.Unlock(ctx))
+		require.NoError(t, a.Unlock(ctx))
+		ok, err = b.TryLock(ctx)
+		require.NoError(t, err)
+		assert.False(t, ok, "TryLock jumped the queue")
+		require.NoError(t, <-got)
+		require.NoError(t, w.Unlock(ctx))
+		require.NoError(t, a.Lock(ctx))
+		require.NoError(t, a.Lock(ctx))
+		n, err := a.HoldCount(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, 2, n)
+		require.NoError(t, a.Unlock(ctx))
+		require.NoError(t, a.Unlock(ctx))
+		assert.ErrorIs(t, a.Unlock(ctx), relock.ErrNotHeld)
+		assertNothingLeft(t, s, name)
+	})
+}
+
+func TestCancelledWaiterLeavesQueue(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		c := newClient(t, s)
+		name := redistest.Name(t)
+		holder := fair.New(c, name)
+		require.NoError(t, holder.Lock(ctx))
+
+		var mu sync.Mutex
+		var order []int
+		var wg sync.WaitGroup
+		cctx, cancel := context.WithCancel(ctx)
+		for i := 0; i < 5; i++ {
+			h := fair.New(c, name)
+			wctx := ctx
+			if i == 2 {
+				wctx = cctx
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				err := h.Lock(wctx)
+				if i == 2 {
+					assert.ErrorIs(t, err, relock.ErrNotObtained)
+					assert.ErrorIs(t, err, context.Canceled)
+					return
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				order = append(order, i)
+				mu.Unlock()
+				_ = h.Unlock(ctx)
+			}()
+			waitQueued(t, s, name, i+1)
+		}
+		cancel()
+		waitQueued(t, s, name, 4) // left at once, not at its deadline
+		require.NoError(t, holder.Unlock(ctx))
+		wg.Wait()
+		assert.Equal(t, []int{0, 1, 3, 4}, order)
+		assertNothingLeft(t, s, name)
+	})
+}
+
+func TestCancelledHeadWakesNext(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		// The head gives up just as the lock is free: the next waiter must
+		// move up without waiting for a timer.
+		ctx := context.Background()
+		c := newClient(t, s)
+		name := redistest.Name(t)
+		hb := relock.WithHeartbeat(20 * time.Second) // timers of 1 s at most
+		holder := fair.New(c, name, hb)
+		require.NoError(t, holder.Lock(ctx))
+		head, next := fair.New(c, name, hb), fair.New(c, name, hb)
+		hctx, cancel := context.WithCancel(ctx)
+		headDone := make(chan error, 1)
+		go func() { headDone <- head.Lock(hctx) }()
+		waitQueued(t, s, name, 1)
+		got := make(chan time.Time, 1)
+		go func() {
+			if err := next.Lock(ctx); err != nil {
+				t.Error(err)
+			}
+			got <- time.Now()
+		}()
+		waitQueued(t, s, name, 2)
+		// Release while the head is still queued, then cancel the head.
+		require.NoError(t, holder.Unlock(ctx))
+		cancel()
+		start := time.Now()
+		<-headDone
+		select {
+		case at := <-got:
+			assert.Less(t, at.Sub(start), 500*time.Millisecond, "next waiter was not moved up at once")
+		case <-time.After(3 * time.Second):
+			t.Fatal("next waiter never acquired")
+		}
+		require.NoError(t, next.Unlock(ctx))
+		if ok, _ := head.TryLock(ctx); ok { // the head may have won before cancel
+			require.NoError(t, head.Unlock(ctx))
+		}
+		assertNothingLeft(t, s, name)
+	})
+}
+
+func TestKilledWaiter(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		const heartbeat = time.Second
+		c := newClient(t, s)
+		name := redistest.Name(t)
+		holder := fair.New(c, name)
+		require.NoError(t, holder.Lock(ctx))
+
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), fmt.Sprintf("RELOCK_TEST_WAITER=%s|%s|%s", s.Addr, name, heartbeat))
+		out, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		line, err := bufio.NewReader(out).ReadString('\n')
+		require.NoError(t, err)
+		require.Equal(t, "waiting\n", line)
+		waitQueued(t, s, name, 1)
+
+		behind := fair.New(c, name, relock.WithHeartbeat(heartbeat))
+		got := make(chan time.Time, 1)
+		go func() {
+			if err := behind.Lock(ctx); err != nil {
+				t.Error(err)
+			}
+			got <- time.Now()
+		}()
+		waitQueued(t, s, name, 2)
+		time.Sleep(2 * heartbeat) // the live child keeps its place meanwhile
+		require.Len(t, queue(t, s, name), 2, "a live waiter was dropped")
+
+		require.NoError(t, cmd.Process.Kill()) // SIGKILL: it never leaves
+		killed := time.Now()
+		require.NoError(t, holder.Unlock(ctx))
+		select {
+		case at := <-got:
+			delay := at.Sub(killed)
+			assert.Less(t, delay, heartbeat+heartbeat/2, "a dead waiter delayed the queue by %v", delay)
+		case <-time.After(5 * heartbeat):
+			t.Fatal("the waiter behind a dead one was never served")
+		}
+		require.NoError(t, behind.Unlock(ctx))
+		assertNothingLeft(t, s, name)
+	})
+}
+
+// waitForever is the child process of TestKilledWaiter: it queues for a
+// held fair lock and waits there until it is killed.
+func waitForever(spec string) {
+	parts := strings.Split(spec, "|")
+	hb, err := time.ParseDuration(parts[2])
+	if err != nil {
+		panic(err)
+	}
+	c := relock.New(redis.NewClient(&redis.Options{Addr: parts[0]}))
+	fmt.Println("waiting")
+	_ = fair.New(c, parts[1], relock.WithHeartbeat(hb)).Lock(context.Background())
+	select {}
+}
+
+func TestLongWaiterIsServed(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		const heartbeat = 300 * time.Millisecond
+		c := newClient(t, s)
+		name := redistest.Name(t)
+		holder := fair.New(c, name)
+		require.NoError(t, holder.Lock(ctx))
+		w := fair.New(c, name, relock.WithHeartbeat(heartbeat))
+		got := make(chan error, 1)
+		go func() { got <- w.Lock(ctx) }()
+		waitQueued(t, s, name, 1)
+		time.Sleep(3*heartbeat + 100*time.Millisecond)
+		assert.Len(t, queue(t, s, name), 1, "a live waiter was dropped after 3 heartbeat timeouts")
+		require.NoError(t, holder.Unlock(ctx))
+		select {
+		case err := <-got:
+			require.NoError(t, err)
+		case <-time.After(3 * time.Second):
+			t.Fatal("long waiter not served")
+		}
+		require.NoError(t, w.Unlock(ctx))
+		assertNothingLeft(t, s, name)
+	})
+}
+
+func TestManyWaiters(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		n := 500
+		if !s.Real() {
+			n = 200 // miniredis is several times slower per call
+		}
+		name := redistest.Name(t)
+		clients := []*relock.Client{newClient(t, s), newClient(t, s)}
+		counter := 0 // guarded by the lock only
+		var wg sync.WaitGroup
+		for i := 0; i < n; i++ {
+			l := fair.New(clients[i%2], name)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+				defer cancel()
+				if err := l.Lock(wctx); err != nil {
+					t.Error(err)
+					return
+				}
+				counter++
+				if err := l.Unlock(ctx); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		assert.Equal(t, n, counter)
+		assertNothingLeft(t, s, name)
+	})
+}
+
+func TestReplayedScriptsCountOnce(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		replay := &redistest.Replay{}
+		rdb := s.Client(t)
+		rdb.AddHook(replay)
+		c := relock.New(rdb, relock.WithWatchdogTimeout(lease))
+		t.Cleanup(func() { _ = c.Close() })
+		name := redistest.Name(t)
+		l := fair.New(c, name)
+		replay.Enable(true)
+		require.NoError(t, l.Lock(ctx))
+		require.NoError(t, l.Lock(ctx))
+		n, err := l.HoldCount(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, 2, n)
+		require.NoError(t, l.Unlock(ctx))
+		require.NoError(t, l.Unlock(ctx))
+		replay.Enable(false)
+		assert.Positive(t, replay.Replays.Load())
+		assertNothingLeft(t, s, name)
+	})
+}
+
+func TestBadInput(t *testing.T) {
+	ctx := context.Background()
+	c := relock.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}))
+	defer c.Close()
+	assert.ErrorIs(t, fair.New(c, "x", relock.WithHeartbeat(-time.Second)).Lock(ctx), relock.ErrInvalidOption)
+	assert.ErrorIs(t, fair.New(c, "}").Lock(ctx), relock.ErrInvalidName)
+	_, err := fair.New(nil, "x").TryLock(ctx)
+	assert.ErrorIs(t, err, relock.ErrNilClient)
+}

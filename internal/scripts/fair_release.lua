@@ -1,0 +1,36 @@
+-- fair_release: give back one hold of a fair lock; the final one wakes the
+-- head of the queue (only it) on its own channel.
+-- (fair_common.lua is prepended.)
+--
+-- KEYS[1] lock hash
+-- KEYS[2] request record of this owner
+-- KEYS[3] queue
+-- KEYS[4] waiter deadlines
+-- ARGV[1] owner token
+-- ARGV[2] request id
+-- ARGV[3] lease in milliseconds (> 0), restored on a partial release
+-- ARGV[4] record TTL in milliseconds (> 0)
+-- ARGV[5] lock channel (unused: waiters listen on their own channels)
+-- ARGV[6] "1" when this is the owner's final hold
+-- ARGV[7] heartbeat timeout in milliseconds (unused here)
+-- ARGV[8] prefix of the waiters' own wake-up channels
+--
+-- Reply: 1 released (now, or by an earlier run of the same request),
+--        0 this owner holds nothing here (nothing is changed).
+local rec = redis.call('GET', KEYS[2])
+if rec and string.match(rec, '^([^|]*)|') == ARGV[2] then
+  return 1
+end
+
+local tok = ARGV[1]
+if redis.call('HEXISTS', KEYS[1], tok) == 0 then
+  return 0
+end
+redis.call('SET', KEYS[2], ARGV[2] .. '|1', 'PX', ARGV[4])
+if ARGV[6] ~= '1' and redis.call('HINCRBY', KEYS[1], tok, -1) > 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  return 1
+end
+redis.call('DEL', KEYS[1])
+wake_head(KEYS[3], KEYS[4], ARGV[8])
+return 1

@@ -1,0 +1,72 @@
+// Package relock provides distributed locks on Redis with the semantics
+// Java users know from Redisson, for Go: a plain mutex (package mutex), a
+// reentrant lock (package reentrant), a strictly FIFO fair lock (package
+// fair) and a read/write lock with sync.RWMutex semantics (package rwlock).
+//
+// This package holds what they share: the Client, the options and the
+// errors. A Client wraps a go-redis client and owns one watchdog goroutine,
+// which renews every held lock in batches, and one pub/sub connection,
+// which pushes release notifications to every waiter. Make one Client per
+// Redis deployment, make lock handles from it with each lock package's New,
+// and Close it when done.
+//
+// # What every lock does by construction
+//
+//   - Acquire is one atomic script that sets the owner and the lease
+//     together: a crash can never leave a lock without an expiry.
+//   - Release checks the owner token atomically: a slow former holder never
+//     deletes or extends the next holder's lock (its Unlock returns an error
+//     matching ErrNotHeld).
+//   - Without WithLease, the Client's watchdog renews the lease every
+//     timeout/3 (default timeout 30s) while the lock is held, only while
+//     this owner still holds it, never recreating a lost lock; a lost hold
+//     is reported on the handle's Lost channel.
+//   - Waiting is pushed, not polled: a release publishes a wake-up. Every
+//     wait is also bounded by a timer, so a lost message delays a waiter and
+//     never hangs it.
+//   - Scripts are idempotent per request, so go-redis's automatic resend of
+//     a command whose reply timed out neither double-counts a hold nor
+//     fails spuriously. An acquire whose reply is lost, or that lands after
+//     the caller's ctx ended, is undone.
+//
+// # Guarantees, and what they rest on
+//
+// Mutual exclusion holds while Redis keeps the lock's key: no restart
+// without persistence, no failover that loses the write (Redis replication
+// is asynchronous), no eviction (use a noeviction policy), no FLUSH, no jump
+// of the server's clock, and while the holder acts before its local
+// deadline (acquire start + lease - 1% - 2ms, moved forward by each
+// confirmed renewal). A process paused longer than its lease (GC, swap, a
+// stopped VM) may still believe it holds a lock that another owner now
+// holds; no lock service can prevent that by itself. When correctness
+// matters beyond these conditions, use WithFencing and have the protected
+// resource reject stale tokens.
+//
+// # Names and keys
+//
+// A lock is identified by its kind and name: mutex.New(c, "x") and
+// rwlock.New(c, "x") are independent locks with separate keys
+// (relock:mutex:{x}, relock:rwlock:{x}), so they never collide or see each
+// other's data types. All keys and channels of one lock share the hash tag
+// {name}, so a lock lives in one Redis Cluster slot. A name may contain any
+// bytes but must be non-empty, at most 1024 bytes long, and must not start
+// with '}' (that would leave the hash tag empty); other names are refused
+// with ErrInvalidName. An ACL user for relock needs the key pattern
+// ~relock:* and the channel pattern &relock:*.
+//
+// # Errors
+//
+// Constructors never fail; invalid input (nil client, bad name, bad
+// option) is reported by every call of the handle, before any Redis call,
+// as an error matching ErrNilClient, ErrInvalidName or ErrInvalidOption.
+// Errors wrap the operation, the lock name and the cause; match them with
+// errors.Is. Owner tokens never appear in errors.
+//
+// # Contexts and go-redis
+//
+// Every call that talks to Redis takes a ctx. go-redis applies ctx
+// deadlines to network reads only with Options.ContextTimeoutEnabled; by
+// default an in-flight command runs to its reply (bounded by ReadTimeout).
+// A Lock whose ctx ends meanwhile still returns an error matching ctx.Err()
+// and gives back a lock that such a late reply granted.
+package relock

@@ -56,6 +56,9 @@ func (e *Engine) Wait(ctx context.Context, spec WaitSpec) error {
 		if gerr := lockerr.CtxGaveUp(ctx); gerr != nil {
 			return giveUp(gerr)
 		}
+		if uerr := e.Usable(); uerr != nil {
+			return giveUp(lockerr.GaveUp(uerr))
+		}
 		return giveUp(err)
 	}
 	defer sub.Close()

@@ -20,13 +20,7 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
 
-func newClient(t *testing.T, s *redistest.Server, opts ...relock.Option) (*relock.Client, *redis.Client) {
-	t.Helper()
-	rdb := s.Client(t)
-	c := relock.New(rdb, opts...)
-	t.Cleanup(func() { _ = c.Close() })
-	return c, rdb
-}
+var newClient = redistest.NewClient
 
 func TestLockUnlock(t *testing.T) {
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
@@ -352,12 +346,7 @@ func TestStalledServerRetries(t *testing.T) {
 		// The server stalls past the client's read timeout: go-redis resends
 		// the script, and both copies run when the server wakes up.
 		ctx := context.Background()
-		rdb := s.Client(t, func(o *redis.Options) {
-			o.ReadTimeout = 100 * time.Millisecond
-			o.MaxRetries = 6
-			o.MinRetryBackoff = 150 * time.Millisecond
-			o.MaxRetryBackoff = 150 * time.Millisecond
-		})
+		rdb := redistest.StallClient(t, s)
 		admin := s.Client(t)
 		c := relock.New(rdb)
 		t.Cleanup(func() { _ = c.Close() })

@@ -28,13 +28,7 @@ func TestMain(m *testing.M) {
 	os.Exit(redistest.Main(m))
 }
 
-func newClient(t *testing.T, s *redistest.Server, opts ...relock.Option) (*relock.Client, *redis.Client) {
-	t.Helper()
-	rdb := s.Client(t)
-	c := relock.New(rdb, opts...)
-	t.Cleanup(func() { _ = c.Close() })
-	return c, rdb
-}
+var newClient = redistest.NewClient
 
 func key(name string) string { return "relock:reentrant:{" + name + "}" }
 
@@ -381,12 +375,7 @@ func TestReplayedScriptsCountOnce(t *testing.T) {
 func TestStalledServerCountsOnce(t *testing.T) {
 	redistest.RunReal(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
-		rdb := s.Client(t, func(o *redis.Options) {
-			o.ReadTimeout = 100 * time.Millisecond
-			o.MaxRetries = 6
-			o.MinRetryBackoff = 150 * time.Millisecond
-			o.MaxRetryBackoff = 150 * time.Millisecond
-		})
+		rdb := redistest.StallClient(t, s)
 		admin := s.Client(t)
 		c := relock.New(rdb)
 		t.Cleanup(func() { _ = c.Close() })

@@ -1,6 +1,6 @@
 -- fair_abort: undo an acquire whose outcome is unknown, or that was granted
 -- after its caller gave up, and take the caller out of the queue.
--- (fair_common.lua is prepended.)
+-- (record.lua and fair_common.lua are prepended.)
 --
 -- KEYS[1] lock hash
 -- KEYS[2] request record of this owner
@@ -16,10 +16,10 @@
 --
 -- Reply: 1 if the abandoned acquire had been applied (now undone), else 0.
 local lk, qk, zk, tok = KEYS[1], KEYS[3], KEYS[4], ARGV[1]
-local rec = redis.call('GET', KEYS[2])
-redis.call('SET', KEYS[2], ARGV[2] .. '|x', 'PX', ARGV[3])
+local applied = replayed(KEYS[2], ARGV[2])
+remember(KEYS[2], ARGV[2], 'x', ARGV[3])
 leave_queue(lk, qk, zk, tok, ARGV[7])
-if not rec or string.match(rec, '^([^|]*)|') ~= ARGV[2] then
+if not applied then
   return 0
 end
 local before = tonumber(ARGV[5])

@@ -1,5 +1,5 @@
 -- fair_acquire: take or re-enter a fair lock, strictly in queue order.
--- (fair_common.lua is prepended.)
+-- (record.lua and fair_common.lua are prepended.)
 --
 -- KEYS[1] lock hash (owner token -> hold count; TTL = lease)
 -- KEYS[2] fencing counter (touched only when ARGV[5] == "1"; no TTL)
@@ -24,14 +24,9 @@
 -- Time is the server's (TIME), never a client's clock. Every waiting call
 -- refreshes the caller's deadline (its heartbeat), so a live waiter is never
 -- dropped; a dead one is dropped once it reaches the head past its deadline.
-local rec = redis.call('GET', KEYS[3])
-if rec then
-  local id, res = string.match(rec, '^([^|]*)|(.*)$')
-  if id == ARGV[3] then
-    if res == 'x' then return {0, -3} end
-    return {1, tonumber(res)}
-  end
-end
+local done = replayed(KEYS[3], ARGV[3])
+if done == 'x' then return {0, -3} end
+if done then return {1, tonumber(done)} end
 
 local lk, qk, zk, tok = KEYS[1], KEYS[4], KEYS[5], ARGV[1]
 local hb = tonumber(ARGV[8])
@@ -48,7 +43,7 @@ local function grant()
   if not held and ARGV[5] == '1' then
     fence = redis.call('INCR', KEYS[2])
   end
-  redis.call('SET', KEYS[3], ARGV[3] .. '|' .. fence, 'PX', ARGV[6])
+  remember(KEYS[3], ARGV[3], fence, ARGV[6])
   return {1, fence}
 end
 

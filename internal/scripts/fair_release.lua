@@ -1,6 +1,6 @@
 -- fair_release: give back one hold of a fair lock; the final one wakes the
 -- head of the queue (only it) on its own channel.
--- (fair_common.lua is prepended.)
+-- (record.lua and fair_common.lua are prepended.)
 --
 -- KEYS[1] lock hash
 -- KEYS[2] request record of this owner
@@ -17,8 +17,7 @@
 --
 -- Reply: 1 released (now, or by an earlier run of the same request),
 --        0 this owner holds nothing here (nothing is changed).
-local rec = redis.call('GET', KEYS[2])
-if rec and string.match(rec, '^([^|]*)|') == ARGV[2] then
+if replayed(KEYS[2], ARGV[2]) then
   return 1
 end
 
@@ -26,7 +25,7 @@ local tok = ARGV[1]
 if redis.call('HEXISTS', KEYS[1], tok) == 0 then
   return 0
 end
-redis.call('SET', KEYS[2], ARGV[2] .. '|1', 'PX', ARGV[4])
+remember(KEYS[2], ARGV[2], 1, ARGV[4])
 if ARGV[6] ~= '1' and redis.call('HINCRBY', KEYS[1], tok, -1) > 0 then
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
   return 1

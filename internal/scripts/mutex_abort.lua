@@ -1,5 +1,5 @@
 -- mutex_abort: undo an acquire whose outcome is unknown (its caller gave up,
--- e.g. ctx ended while the reply was in flight).
+-- e.g. ctx ended while the reply was in flight). (record.lua is prepended.)
 --
 -- KEYS[1] lock key
 -- KEYS[2] request record of this owner
@@ -14,10 +14,10 @@
 -- reaches Redis later (a retry on another connection) does not take the lock.
 -- The caller held nothing before the acquire (a mutex is not reentrant), so
 -- any hold of this owner comes from the abandoned request.
-redis.call('SET', KEYS[2], ARGV[2] .. '|x', 'PX', ARGV[3])
+remember(KEYS[2], ARGV[2], 'x', ARGV[3])
 local tok = ARGV[1]
 local v = redis.call('GET', KEYS[1])
-if v and (v == tok or string.sub(v, 1, #tok + 1) == tok .. ':') then
+if v and owns(v, tok) then
   redis.call('DEL', KEYS[1])
   redis.call('PUBLISH', ARGV[4], '1')
   return 1

@@ -1,4 +1,5 @@
 -- mutex_acquire: take a plain (non-reentrant) mutex if it is free.
+-- (record.lua is prepended.)
 --
 -- KEYS[1] lock key (string: owner token, or token..":"..fence)
 -- KEYS[2] fencing counter (touched only when ARGV[5] == "1"; no TTL)
@@ -17,25 +18,17 @@
 -- Idempotent: a retried request (go-redis resends after a read timeout)
 -- finds either its own record or its own token and answers as the first run
 -- did, so a lost reply never turns into a spurious failure.
-local rec = redis.call('GET', KEYS[3])
-if rec then
-  local id, res = string.match(rec, '^([^|]*)|(.*)$')
-  if id == ARGV[3] then
-    if res == 'x' then return {0, -3} end
-    return {1, tonumber(res)}
-  end
-end
+local done = replayed(KEYS[3], ARGV[3])
+if done == 'x' then return {0, -3} end
+if done then return {1, tonumber(done)} end
 
 local tok = ARGV[1]
 local v = redis.call('GET', KEYS[1])
 if v then
-  if v == tok then
+  if owns(v, tok) then
+    -- A resend of this owner's acquire whose first run succeeded.
     redis.call('PEXPIRE', KEYS[1], ARGV[2])
-    return {1, 0}
-  end
-  if string.sub(v, 1, #tok + 1) == tok .. ':' then
-    redis.call('PEXPIRE', KEYS[1], ARGV[2])
-    return {1, tonumber(string.sub(v, #tok + 2))}
+    return {1, tonumber(string.sub(v, #tok + 2)) or 0}
   end
   return {0, redis.call('PTTL', KEYS[1])}
 end

@@ -1,4 +1,5 @@
 -- mutex_release: release a plain mutex if, and only if, this owner holds it.
+-- (record.lua is prepended.)
 --
 -- KEYS[1] lock key
 -- KEYS[2] request record of this owner
@@ -11,16 +12,15 @@
 --
 -- Reply: 1 released (now, or by an earlier run of the same request),
 --        0 not held by this owner (nothing is changed).
-local rec = redis.call('GET', KEYS[2])
-if rec and string.match(rec, '^([^|]*)|') == ARGV[2] then
+if replayed(KEYS[2], ARGV[2]) then
   return 1
 end
 
 local tok = ARGV[1]
 local v = redis.call('GET', KEYS[1])
-if v and (v == tok or string.sub(v, 1, #tok + 1) == tok .. ':') then
+if v and owns(v, tok) then
   redis.call('DEL', KEYS[1])
-  redis.call('SET', KEYS[2], ARGV[2] .. '|1', 'PX', ARGV[4])
+  remember(KEYS[2], ARGV[2], 1, ARGV[4])
   redis.call('PUBLISH', ARGV[5], '1')
   return 1
 end

@@ -1,5 +1,6 @@
 -- reentrant_abort: undo an acquire whose outcome is unknown (its caller gave
--- up, e.g. ctx ended while the reply was in flight).
+-- up, e.g. ctx ended while the reply was in flight). (record.lua is
+-- prepended.)
 --
 -- KEYS[1] lock hash
 -- KEYS[2] request record of this owner
@@ -12,9 +13,9 @@
 -- Reply: 1 if the abandoned acquire had been applied (now undone), else 0.
 -- The record marks the request aborted either way, so a late copy of it
 -- (a retry on another connection) is refused instead of applied.
-local rec = redis.call('GET', KEYS[2])
-redis.call('SET', KEYS[2], ARGV[2] .. '|x', 'PX', ARGV[3])
-if not rec or string.match(rec, '^([^|]*)|') ~= ARGV[2] then
+local applied = replayed(KEYS[2], ARGV[2])
+remember(KEYS[2], ARGV[2], 'x', ARGV[3])
+if not applied then
   return 0
 end
 local tok = ARGV[1]

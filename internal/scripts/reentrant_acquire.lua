@@ -1,4 +1,5 @@
 -- reentrant_acquire: take or re-enter a reentrant lock.
+-- (record.lua is prepended.)
 --
 -- KEYS[1] lock hash (field: owner token, value: hold count; TTL = lease)
 -- KEYS[2] fencing counter (touched only when ARGV[5] == "1"; no TTL)
@@ -18,14 +19,9 @@
 --
 -- Idempotent: a retried request finds its record and answers as the first
 -- run did, so a lost reply never counts a hold twice.
-local rec = redis.call('GET', KEYS[3])
-if rec then
-  local id, res = string.match(rec, '^([^|]*)|(.*)$')
-  if id == ARGV[3] then
-    if res == 'x' then return {0, -3} end
-    return {1, tonumber(res)}
-  end
-end
+local done = replayed(KEYS[3], ARGV[3])
+if done == 'x' then return {0, -3} end
+if done then return {1, tonumber(done)} end
 
 local tok = ARGV[1]
 local held = redis.call('HGET', KEYS[1], tok)
@@ -42,5 +38,5 @@ local fence = 0
 if not held and ARGV[5] == '1' then
   fence = redis.call('INCR', KEYS[2])
 end
-redis.call('SET', KEYS[3], ARGV[3] .. '|' .. fence, 'PX', ARGV[6])
+remember(KEYS[3], ARGV[3], fence, ARGV[6])
 return {1, fence}

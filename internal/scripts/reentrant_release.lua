@@ -1,4 +1,5 @@
 -- reentrant_release: give back one hold of a reentrant lock.
+-- (record.lua is prepended.)
 --
 -- KEYS[1] lock hash
 -- KEYS[2] request record of this owner
@@ -15,8 +16,7 @@
 -- The owner's own count decides what "final" means: a hold that Redis
 -- counted twice (an acquire whose outcome was never learned) is not left
 -- behind after the owner's last Unlock.
-local rec = redis.call('GET', KEYS[2])
-if rec and string.match(rec, '^([^|]*)|') == ARGV[2] then
+if replayed(KEYS[2], ARGV[2]) then
   return 1
 end
 
@@ -24,7 +24,7 @@ local tok = ARGV[1]
 if redis.call('HEXISTS', KEYS[1], tok) == 0 then
   return 0
 end
-redis.call('SET', KEYS[2], ARGV[2] .. '|1', 'PX', ARGV[4])
+remember(KEYS[2], ARGV[2], 1, ARGV[4])
 if ARGV[6] ~= '1' and redis.call('HINCRBY', KEYS[1], tok, -1) > 0 then
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
   return 1

@@ -13,6 +13,8 @@ import (
 )
 
 var (
+	//go:embed record.lua
+	record string
 	//go:embed mutex_acquire.lua
 	mutexAcquire string
 	//go:embed mutex_release.lua
@@ -44,17 +46,18 @@ var (
 // Scripts, run with Run (EVALSHA, then EVAL when the server answers NOSCRIPT,
 // e.g. after SCRIPT FLUSH or a restart).
 var (
-	MutexAcquire     = redis.NewScript(mutexAcquire)
-	MutexRelease     = redis.NewScript(mutexRelease)
-	MutexAbort       = redis.NewScript(mutexAbort)
-	ReentrantAcquire = redis.NewScript(reentrantAcquire)
-	ReentrantRelease = redis.NewScript(reentrantRelease)
-	ReentrantAbort   = redis.NewScript(reentrantAbort)
+	MutexAcquire     = redis.NewScript(record + mutexAcquire)
+	MutexRelease     = redis.NewScript(record + mutexRelease)
+	MutexAbort       = redis.NewScript(record + mutexAbort)
+	ReentrantAcquire = redis.NewScript(record + reentrantAcquire)
+	ReentrantRelease = redis.NewScript(record + reentrantRelease)
+	ReentrantAbort   = redis.NewScript(record + reentrantAbort)
 	Renew            = redis.NewScript(renew)
 	ForceUnlock      = redis.NewScript(forceUnlock)
-	// The fair-lock scripts share the functions of fair_common.lua.
-	FairAcquire = redis.NewScript(fairCommon + fairAcquire)
-	FairRelease = redis.NewScript(fairCommon + fairRelease)
-	FairAbort   = redis.NewScript(fairCommon + fairAbort)
+	// Scripts that change a lock share the functions of record.lua; the
+	// fair-lock scripts also those of fair_common.lua.
+	FairAcquire = redis.NewScript(record + fairCommon + fairAcquire)
+	FairRelease = redis.NewScript(record + fairCommon + fairRelease)
+	FairAbort   = redis.NewScript(record + fairCommon + fairAbort)
 	FairLeave   = redis.NewScript(fairCommon + fairLeave)
 )

@@ -80,3 +80,49 @@ func TestSlot(t *testing.T) {
 		assert.Equal(t, want, watchdog.Slot(key), key)
 	}
 }
+
+// TestTransientFailures cuts the watchdog off from Redis: shorter than the
+// lease, renewals are retried and the hold survives; longer, the hold is
+// declared lost at its local deadline, and the lock is not recreated.
+func TestTransientFailures(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		const lease = 600 * time.Millisecond
+		rdb := s.Client(t)
+		faults := &redistest.Faults{}
+		rdb.AddHook(faults)
+		c := relock.New(rdb, relock.WithWatchdogTimeout(lease))
+		t.Cleanup(func() { _ = c.Close() })
+		name := redistest.Name(t)
+		m := mutex.New(c, name)
+		require.NoError(t, m.Lock(ctx))
+
+		faults.Enable(true)
+		time.Sleep(lease / 2) // at least one renewal fails
+		faults.Enable(false)
+		assert.Positive(t, faults.Failed.Load(), "no renewal was attempted during the outage")
+		time.Sleep(lease)
+		select {
+		case <-m.Lost():
+			t.Fatal("hold lost after an outage shorter than the lease")
+		default:
+		}
+		ok, err := mutex.New(c, name).TryLock(ctx)
+		require.NoError(t, err)
+		assert.False(t, ok, "lock expired although renewals resumed")
+
+		faults.Enable(true)
+		start := time.Now()
+		select {
+		case <-m.Lost():
+			assert.Less(t, time.Since(start), lease+200*time.Millisecond, "loss declared after the local deadline")
+		case <-time.After(3 * lease):
+			t.Fatal("hold not declared lost during a long outage")
+		}
+		faults.Enable(false)
+		err = m.Unlock(ctx)
+		assert.ErrorIs(t, err, relock.ErrNotHeld)
+		time.Sleep(lease)
+		assert.Empty(t, s.Keys(t, "relock:mutex:{"+name+"}"), "lock still there after its lease")
+	})
+}

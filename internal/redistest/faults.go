@@ -1,0 +1,56 @@
+package redistest
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrInjected is the transient error a Faults hook returns.
+var ErrInjected = errors.New("redistest: injected network failure")
+
+// Faults is a go-redis hook that, while enabled, fails every command and
+// pipeline without sending it, as a network partition would.
+type Faults struct {
+	on     atomic.Bool
+	Failed atomic.Int64
+}
+
+// Enable turns the failures on or off.
+func (f *Faults) Enable(on bool) { f.on.Store(on) }
+
+// DialHook implements redis.Hook.
+func (f *Faults) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return next(ctx, network, addr)
+	}
+}
+
+// ProcessHook implements redis.Hook.
+func (f *Faults) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if f.on.Load() {
+			f.Failed.Add(1)
+			cmd.SetErr(ErrInjected)
+			return ErrInjected
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// ProcessPipelineHook implements redis.Hook.
+func (f *Faults) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if f.on.Load() {
+			f.Failed.Add(1)
+			for _, c := range cmds {
+				c.SetErr(ErrInjected)
+			}
+			return ErrInjected
+		}
+		return next(ctx, cmds)
+	}
+}

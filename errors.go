@@ -16,9 +16,9 @@ var (
 	// the Client was closed, it also matches ErrClosed.
 	ErrNotObtained = lockerr.NotObtained
 
-	// ErrAlreadyHeld is returned by Lock or TryLock on a non-reentrant
-	// lock (mutex, or an rwlock's write side held as read) by a handle
-	// that already holds it: the call fails at once instead of deadlocking.
+	// ErrAlreadyHeld is returned by Lock or TryLock on a mutex (which is
+	// not reentrant) by a handle that already holds it: the call fails at
+	// once instead of deadlocking.
 	ErrAlreadyHeld = lockerr.AlreadyHeld
 
 	// ErrUpgrade is returned when a handle holding only read holds of a

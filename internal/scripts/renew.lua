@@ -10,6 +10,7 @@
 -- longer holds that lock (it is gone or someone else's). A missing lock is
 -- never recreated, and only this owner's own hold is extended.
 local lease = tonumber(ARGV[1])
+local now -- server time in ms, read once when a "w" hold needs it
 local out = {}
 for i, key in ipairs(KEYS) do
   local kind, tok = ARGV[2 * i], ARGV[2 * i + 1]
@@ -24,6 +25,24 @@ for i, key in ipairs(KEYS) do
     if redis.call('HEXISTS', key, tok) == 1 then
       redis.call('PEXPIRE', key, lease)
       ok = 1
+    end
+  elseif kind == 'w' then
+    -- Only this owner's expiry moves (see rwlock_common.lua); another
+    -- owner's, even an expired one's, is left alone. The hash then lives
+    -- at least as long as this owner's holds.
+    local f = redis.call('HMGET', key, tok .. ':e', tok .. ':r', tok .. ':w')
+    if f[1] and (f[2] or f[3]) then
+      if not now then
+        local t = redis.call('TIME')
+        now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+      end
+      if tonumber(f[1]) > now then
+        redis.call('HSET', key, tok .. ':e', now + lease)
+        if redis.call('PTTL', key) < lease then
+          redis.call('PEXPIRE', key, lease)
+        end
+        ok = 1
+      end
     end
   end
   out[i] = ok

@@ -61,3 +61,26 @@ var (
 	FairAbort   = redis.NewScript(record + fairCommon + fairAbort)
 	FairLeave   = redis.NewScript(fairCommon + fairLeave)
 )
+
+// The read/write-lock scripts; those that change a hold also share the
+// request-record helpers of record.lua.
+var (
+	//go:embed rwlock_common.lua
+	rwlockCommon string
+	//go:embed rwlock_acquire.lua
+	rwlockAcquire string
+	//go:embed rwlock_release.lua
+	rwlockRelease string
+	//go:embed rwlock_abort.lua
+	rwlockAbort string
+	//go:embed rwlock_leave.lua
+	rwlockLeave string
+	//go:embed rwlock_count.lua
+	rwlockCount string
+
+	RWAcquire = redis.NewScript(record + rwlockCommon + rwlockAcquire)
+	RWRelease = redis.NewScript(record + rwlockCommon + rwlockRelease)
+	RWAbort   = redis.NewScript(record + rwlockCommon + rwlockAbort)
+	RWLeave   = redis.NewScript(rwlockLeave)
+	RWCount   = redis.NewScript(rwlockCommon + rwlockCount)
+)

@@ -1,0 +1,232 @@
+// Package rwlock provides a distributed read/write lock on Redis with the
+// semantics of sync.RWMutex: many handles may hold it for reading at once,
+// or one handle for writing, and a waiting writer is never starved by
+// readers.
+//
+// The lock is one Redis hash, relock:rwlock:{name}, with a mode field
+// ("read" or "write") and, per owner handle, its read count, its write
+// count and the server time at which its holds expire. Each handle's holds
+// carry their own lease, so the share of a reader that crashed expires on
+// its own however many other readers come and go; the hash's TTL follows
+// the longest live hold, and the hash disappears with the last one. Without
+// relock.WithLease, the Client's watchdog renews a handle's holds (and only
+// its own) while it holds anything.
+//
+// Reads and writes are reentrant per handle. A handle holding the write
+// lock may also take reads (a downgrade): once it unlocks the write, it
+// keeps its reads and other handles may read too. A handle holding only
+// reads that asks for the write lock gets relock.ErrUpgrade at once instead
+// of deadlocking with itself.
+//
+// Writer preference: a writer that waits registers itself next to the lock
+// (relock:rwlock:{name}:wq, refreshed by each of its attempts), and while
+// one does, new reads from other handles wait behind it; a handle that
+// already holds a read re-enters it without waiting. Releasing the write
+// lock wakes every waiter; releasing the last read wakes a waiting writer.
+//
+// Ownership is per handle, not per goroutine (Go has no goroutine
+// identity): every goroutine using one handle shares its holds, and two
+// handles are two owners even in one goroutine. As with sync.RWMutex's
+// recursive read locking, code holding a read through one handle must not
+// wait for a read through another handle of the same lock: with a writer
+// waiting, that deadlocks (until ctx ends).
+//
+// Limits: writers are not queued among themselves (a free lock goes to
+// whichever writer tries first), and readers get no reserved turn between
+// two writers, so a continuous stream of writers can delay readers. A
+// waiting writer that crashes holds new readers back for at most
+// WriterHeartbeat. Releasing a handle's last hold reads the whole hash, so
+// its cost grows with the number of handles holding the lock at once. See
+// the relock package documentation for the guarantees and their limits.
+package rwlock
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/relock-go/relock"
+	"github.com/relock-go/relock/internal/core"
+	"github.com/relock-go/relock/internal/scripts"
+	"github.com/relock-go/relock/internal/watchdog"
+)
+
+// WriterHeartbeat is how long a waiting writer counts as waiting without
+// showing it is alive. Live writers refresh it at least three times per
+// period while they wait, however long; the registration of a writer whose
+// process died lapses after at most this long, and so does the hold-up of
+// the readers behind it.
+const WriterHeartbeat = 3 * time.Second
+
+// RWMutex is a handle on a named distributed read/write lock. The handle is
+// the owner: it carries a random 128-bit owner token, and only this handle
+// can unlock what it locked. Two handles never share ownership, even for the
+// same name in one process; goroutines sharing one handle share its holds.
+//
+// An RWMutex is made by New, is safe for concurrent use and must not be
+// copied. Its zero value is not usable.
+type RWMutex struct {
+	o  core.Owner
+	wq string // waiting writers
+
+	mu      sync.Mutex
+	r, w    int            // this handle's read and write hold counts
+	fence   int64          // fencing token of the current write hold
+	hold    *watchdog.Hold // one per handle while it holds anything
+	last    *watchdog.Hold // most recent hold, for Lost
+	lostErr error          // why the last hold was lost, until reported
+	pending request        // a release whose outcome is unknown
+}
+
+// kind is the kind of a hold, as the scripts spell it.
+type kind string
+
+const (
+	read  kind = "r"
+	write kind = "w"
+)
+
+type request struct {
+	id string
+	k  kind
+}
+
+// New returns a handle on the read/write lock called name. It never fails:
+// an invalid name or option, or a nil client, is reported by every call, as
+// an error matching relock.ErrInvalidName, relock.ErrInvalidOption or
+// relock.ErrNilClient. The lock's keys differ from those of a mutex,
+// reentrant or fair lock of the same name: they do not collide.
+func New(c *relock.Client, name string, opts ...relock.LockOption) *RWMutex {
+	o := core.NewOwner(c, "rwlock", name, core.Options(opts))
+	return &RWMutex{o: o, wq: o.Keys.Sub("wq")}
+}
+
+// RLock takes a read hold, waiting until no other handle holds or waits
+// for the write lock, or ctx ends. A handle that already holds a read, or
+// the write lock, gets the read at once. Each call resets the lease of
+// the handle's holds to its full length.
+//
+// On ctx end it returns an error matching both relock.ErrNotObtained and
+// ctx.Err(), and the hold counts are as before the call. A re-entry on
+// holds that were lost (see Lost) returns an error matching
+// relock.ErrNotHeld.
+func (l *RWMutex) RLock(ctx context.Context) error {
+	if err := l.o.Check(); err != nil {
+		return l.errorf("rlock", err)
+	}
+	return l.o.E.Wait(ctx, core.WaitSpec{Channel: l.o.Keys.Channel, Try: l.attempt(read, true)})
+}
+
+// TryRLock makes one attempt to take a read hold: (true, nil) on success,
+// (false, nil) if another handle holds or waits for the write lock.
+func (l *RWMutex) TryRLock(ctx context.Context) (bool, error) {
+	if err := l.o.Check(); err != nil {
+		return false, l.errorf("tryrlock", err)
+	}
+	ok, _, err := l.attempt(read, false)(ctx)
+	return ok, err
+}
+
+// RUnlock gives back one read hold. The handle's last hold (read or write)
+// ends its lease at once and shrinks the lock's TTL to the longest hold
+// left; if no hold is left, a waiting writer is woken. Without a read hold
+// (never taken, all given back, or lost) it returns an error matching
+// relock.ErrNotHeld and changes nothing. If the reply is lost (a network
+// error), calling RUnlock again is safe: it repeats the same request.
+func (l *RWMutex) RUnlock(ctx context.Context) error { return l.release(ctx, read) }
+
+// Lock takes the write lock, or re-enters it if this handle holds it,
+// waiting until no other handle holds the lock or ctx ends. While it
+// waits, new reads from other handles wait behind it. Each call resets the
+// lease of the handle's holds to its full length.
+//
+// A handle that holds only read holds gets an error matching
+// relock.ErrUpgrade at once. On ctx end it returns an error matching both
+// relock.ErrNotObtained and ctx.Err(), withdraws from the waiting writers
+// (waking the readers behind it) and leaves the hold counts as before.
+func (l *RWMutex) Lock(ctx context.Context) error {
+	if err := l.o.Check(); err != nil {
+		return l.errorf("lock", err)
+	}
+	return l.o.E.Wait(ctx, core.WaitSpec{
+		Channel: l.o.Keys.Channel,
+		Try:     l.attempt(write, true),
+		MaxWait: WriterHeartbeat / 3,
+		Leave: func() {
+			cctx, cancel := core.Cleanup(ctx)
+			defer cancel()
+			// If this fails, the registration lapses within WriterHeartbeat.
+			_ = l.o.Run(cctx, scripts.RWLeave, []string{l.wq}, l.o.Token, l.o.Keys.Channel).Err()
+		},
+	})
+}
+
+// TryLock makes one attempt to take or re-enter the write lock: (true,
+// nil) on success, (false, nil) if another handle holds the lock. It never
+// registers as a waiting writer, so it does not hold readers back. A handle
+// that holds only read holds gets an error matching relock.ErrUpgrade.
+func (l *RWMutex) TryLock(ctx context.Context) (bool, error) {
+	if err := l.o.Check(); err != nil {
+		return false, l.errorf("trylock", err)
+	}
+	ok, _, err := l.attempt(write, false)(ctx)
+	return ok, err
+}
+
+// Unlock gives back one write hold. The last one lets other handles in
+// and wakes every waiter; read holds this handle took meanwhile are kept.
+// Without a write hold it returns an error matching relock.ErrNotHeld and
+// changes nothing. If the reply is lost (a network error), calling Unlock
+// again is safe: it repeats the same request.
+func (l *RWMutex) Unlock(ctx context.Context) error { return l.release(ctx, write) }
+
+// ReadHoldCount returns how many read holds this handle has according to
+// Redis: N after N read locks not yet unlocked, 0 for any other handle and
+// once the holds have expired.
+func (l *RWMutex) ReadHoldCount(ctx context.Context) (int, error) {
+	r, _, err := l.counts(ctx)
+	return r, err
+}
+
+// WriteHoldCount returns how many write holds this handle has according to
+// Redis, like ReadHoldCount.
+func (l *RWMutex) WriteHoldCount(ctx context.Context) (int, error) {
+	_, w, err := l.counts(ctx)
+	return w, err
+}
+
+// Lost returns a channel that is closed when the handle's current holds
+// are lost: their lease ran out, the lock was deleted behind the holder's
+// back, no renewal was confirmed before the local deadline, or the Client
+// was closed. A handle's read and write holds are lost together. Holds
+// that end by unlocking are not lost, and their channel stays open. Before
+// the first successful acquire it returns nil.
+func (l *RWMutex) Lost() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.last == nil {
+		return nil
+	}
+	return l.last.Lost()
+}
+
+// Fence returns the fencing token of the current write hold (the same for
+// every re-entry; see relock.WithFencing), or 0 when the handle does not
+// hold the write lock or fencing is off. Read holds get no token.
+func (l *RWMutex) Fence() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.syncLostLocked()
+	if l.w == 0 {
+		return 0
+	}
+	return l.fence
+}
+
+// Name returns the lock's name.
+func (l *RWMutex) Name() string { return l.o.Name }
+
+func (l *RWMutex) errorf(op string, err error) error {
+	return fmt.Errorf("rwlock: %s %q: %w", op, l.o.Name, err)
+}

@@ -436,3 +436,32 @@ func TestBadInput(t *testing.T) {
 		assert.ErrorIs(t, tc.l.Unlock(ctx), tc.want)
 	}
 }
+
+func TestLostUnlockReplyThenLock(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		// An Unlock is applied but its reply is lost; the handle then locks
+		// again before retrying the Unlock. The pending Unlock must be
+		// settled once, not lost and not applied twice.
+		ctx := context.Background()
+		faults := &redistest.Faults{}
+		rdb := s.Client(t)
+		rdb.AddHook(faults)
+		c := relock.New(rdb)
+		t.Cleanup(func() { _ = c.Close() })
+		l := reentrant.New(c, redistest.Name(t))
+		require.NoError(t, l.Lock(ctx))
+		require.NoError(t, l.Lock(ctx))
+		faults.LoseReplies(true)
+		require.ErrorIs(t, l.Unlock(ctx), redistest.ErrInjected)
+		faults.LoseReplies(false)
+		require.NoError(t, l.Lock(ctx))
+		assert.Equal(t, 2, holdCount(t, l), "2 locks, 1 unlock, 1 lock")
+		require.NoError(t, l.Unlock(ctx))
+		assert.Equal(t, 1, holdCount(t, l))
+		locked, err := l.IsLocked(ctx)
+		require.NoError(t, err)
+		assert.True(t, locked)
+		require.NoError(t, l.Unlock(ctx))
+		assert.ErrorIs(t, l.Unlock(ctx), relock.ErrNotHeld)
+	})
+}

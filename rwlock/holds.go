@@ -46,6 +46,9 @@ func (l *RWMutex) attempt(k kind, block bool) core.Attempt {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		l.syncLostLocked()
+		if err := l.settleLocked(ctx); err != nil {
+			return false, 0, err
+		}
 		if k == write && l.r > 0 && l.w == 0 {
 			return false, 0, l.errUpgrade()
 		}
@@ -139,8 +142,21 @@ func (l *RWMutex) syncLostLocked() {
 		return
 	}
 	if err := l.o.E.WD.Err(l.hold); err != nil {
-		l.r, l.w, l.hold, l.lostErr = 0, 0, nil, err
+		l.r, l.w, l.hold, l.lostErr, l.pending = 0, 0, nil, err, request{}
 	}
+}
+
+// settleLocked resends a release whose outcome is unknown, with its request
+// id, before the handle sends anything else: the record that makes the
+// resend idempotent only remembers the handle's latest request.
+func (l *RWMutex) settleLocked(ctx context.Context) error {
+	if l.pending.id == "" {
+		return nil
+	}
+	if err := l.releaseLocked(ctx, l.pending.k); err != nil && !errors.Is(err, lockerr.NotHeld) {
+		return err
+	}
+	return nil
 }
 
 func (l *RWMutex) release(ctx context.Context, k kind) error {
@@ -155,6 +171,19 @@ func (l *RWMutex) release(ctx context.Context, k kind) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.syncLostLocked()
+	if l.pending.id != "" && l.pending.k != k {
+		if err := l.settleLocked(ctx); err != nil {
+			return err
+		}
+	}
+	return l.releaseLocked(ctx, k)
+}
+
+func (l *RWMutex) releaseLocked(ctx context.Context, k kind) error {
+	op := "runlock"
+	if k == write {
+		op = "unlock"
+	}
 	leftR, leftW := l.r, l.w
 	if k == write {
 		leftW--
@@ -176,7 +205,7 @@ func (l *RWMutex) release(ctx context.Context, k kind) error {
 		l.o.E.WD.Remove(l.hold)
 	}
 	req := l.pending.id
-	if req == "" || l.pending.k != k {
+	if req == "" {
 		req = l.o.NextRequest()
 	}
 	keys := []string{l.o.Keys.Lock, l.o.Keys.Record(l.o.Token)}
@@ -185,8 +214,8 @@ func (l *RWMutex) release(ctx context.Context, k kind) error {
 		l.o.RecordTTL(), l.o.Keys.Channel, string(k), leftR, leftW).Int64()
 	if err != nil {
 		if !core.IsRedisError(err) {
-			// Unknown outcome: a repeated unlock of the same kind resends
-			// the same request, which the script answers as the first.
+			// Unknown outcome: the handle's next call resends the same
+			// request (settleLocked), which the script answers as the first.
 			l.pending = request{id: req, k: k}
 		}
 		return l.errorf(op, err)

@@ -1023,3 +1023,33 @@ func TestBadInput(t *testing.T) {
 	}
 	assert.False(t, errors.Is(rwlock.New(c, "a}b{c").Unlock(ctx), relock.ErrInvalidName))
 }
+
+func TestLostUnlockReplyThenLock(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		// An RUnlock is applied but its reply is lost; the handle then makes
+		// other calls before retrying it. The pending RUnlock must be
+		// settled once, not lost and not applied twice.
+		ctx := context.Background()
+		faults := &redistest.Faults{}
+		rdb := s.Client(t)
+		rdb.AddHook(faults)
+		c := relock.New(rdb)
+		t.Cleanup(func() { _ = c.Close() })
+		l := rwlock.New(c, redistest.Name(t))
+		require.NoError(t, l.RLock(ctx))
+		require.NoError(t, l.RLock(ctx))
+		faults.LoseReplies(true)
+		require.ErrorIs(t, l.RUnlock(ctx), redistest.ErrInjected)
+		faults.LoseReplies(false)
+		// The next call settles the pending RUnlock first (then is refused:
+		// the handle holds a read).
+		assert.ErrorIs(t, l.Lock(ctx), relock.ErrUpgrade)
+		require.NoError(t, l.RLock(ctx))
+		n, err := l.ReadHoldCount(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, 2, n, "2 rlocks, 1 runlock, 1 rlock")
+		require.NoError(t, l.RUnlock(ctx))
+		require.NoError(t, l.RUnlock(ctx))
+		assert.ErrorIs(t, l.RUnlock(ctx), relock.ErrNotHeld)
+	})
+}

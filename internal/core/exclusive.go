@@ -105,6 +105,12 @@ func (x *Exclusive) attempt(block bool) Attempt {
 		x.mu.Lock()
 		defer x.mu.Unlock()
 		x.syncLostLocked()
+		if x.pending != "" {
+			// An Unlock whose outcome is unknown comes first.
+			if err := x.releaseLocked(ctx); err != nil && !errors.Is(err, lockerr.NotHeld) {
+				return false, 0, err
+			}
+		}
 		if x.count > 0 && !x.reentrant {
 			return false, 0, x.errorf("lock", lockerr.AlreadyHeld)
 		}
@@ -191,7 +197,7 @@ func (x *Exclusive) syncLostLocked() {
 		return
 	}
 	if err := x.E.WD.Err(x.hold); err != nil {
-		x.count, x.hold, x.lostErr = 0, nil, err
+		x.count, x.hold, x.lostErr, x.pending = 0, nil, err, ""
 	}
 }
 
@@ -212,6 +218,13 @@ func (x *Exclusive) Unlock(ctx context.Context) error {
 		}
 		return x.errorf("unlock", lockerr.NotHeld)
 	}
+	return x.releaseLocked(ctx)
+}
+
+// releaseLocked gives back one hold (the count is > 0). A release whose
+// outcome is unknown stays pending: the handle's next call resends it with
+// the same request id before anything else, so it is applied exactly once.
+func (x *Exclusive) releaseLocked(ctx context.Context) error {
 	final := x.count == 1
 	if final {
 		// Stop renewing before the release is sent, so no renewal can

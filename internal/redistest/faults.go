@@ -13,14 +13,19 @@ import (
 var ErrInjected = errors.New("redistest: injected network failure")
 
 // Faults is a go-redis hook that, while enabled, fails every command and
-// pipeline without sending it, as a network partition would.
+// pipeline without sending it, as a network partition would; or, in
+// lose-replies mode, sends each command and then reports it failed, as a
+// connection that breaks before the reply arrives.
 type Faults struct {
-	on     atomic.Bool
-	Failed atomic.Int64
+	on, lose atomic.Bool
+	Failed   atomic.Int64
 }
 
 // Enable turns the failures on or off.
 func (f *Faults) Enable(on bool) { f.on.Store(on) }
+
+// LoseReplies turns the lost-reply mode on or off.
+func (f *Faults) LoseReplies(on bool) { f.lose.Store(on) }
 
 // DialHook implements redis.Hook.
 func (f *Faults) DialHook(next redis.DialHook) redis.DialHook {
@@ -37,7 +42,13 @@ func (f *Faults) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			cmd.SetErr(ErrInjected)
 			return ErrInjected
 		}
-		return next(ctx, cmd)
+		err := next(ctx, cmd)
+		if f.lose.Load() {
+			f.Failed.Add(1)
+			cmd.SetErr(ErrInjected)
+			return ErrInjected
+		}
+		return err
 	}
 }
 

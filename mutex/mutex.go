@@ -2,9 +2,19 @@
 // time, not reentrant.
 //
 // The lock is one Redis string, relock:mutex:{name}, holding the owner's
-// random token, set with its lease in one atomic step only if absent.
-// Release compares the token and deletes in one atomic step, and publishes
-// a wake-up. An uncontended Lock+Unlock costs exactly two Redis commands.
+// random token, set with its lease in one atomic step only if absent: a
+// native SET NX PX when the lock is free (a script when it is not, or with
+// fencing). Release compares the token and deletes in one atomic step (a
+// script), and publishes a wake-up. An uncontended Lock+Unlock costs exactly
+// two Redis commands.
+//
+// The native SET has one cost, in a double fault only: if the server stalls
+// past the client's read timeout while a Lock gives up, a copy of the SET
+// still queued on an abandoned connection may run after the Lock has cleaned
+// up, and then holds the lock for nobody until its lease ends. Safety is not
+// affected (no two owners ever hold it); waiters are delayed by at most one
+// lease. Locks with relock.WithFencing always use the script, which refuses
+// such a late copy.
 // Without WithLease, the Client's watchdog renews the lease while the lock
 // is held.
 //
@@ -45,6 +55,7 @@ func New(c *relock.Client, name string, opts ...relock.LockOption) *Mutex {
 		Acquire: scripts.MutexAcquire,
 		Release: scripts.MutexRelease,
 		Abort:   scripts.MutexAbort,
+		SetNX:   true,
 	}, false, watchdog.KindString, core.Extension{})}
 }
 

@@ -21,6 +21,11 @@ import (
 //	abort   KEYS lock, record                   ARGV token, request, record ms, channel, count before
 type Scripts struct {
 	Acquire, Release, Abort *redis.Script
+	// SetNX makes a new hold's first attempt a native SET NX PX (the plain
+	// mutex without fencing): one cheap command when the lock is free, the
+	// acquire script only when it is not (which also recognises a resent
+	// SET of this owner that had succeeded).
+	SetNX bool
 }
 
 // Extension is what a lock type adds to the shared exclusive machinery.
@@ -101,6 +106,7 @@ func (x *Exclusive) TryLock(ctx context.Context) (bool, error) {
 }
 
 func (x *Exclusive) attempt(block bool) Attempt {
+	first := true
 	return func(ctx context.Context) (bool, time.Duration, error) {
 		x.mu.Lock()
 		defer x.mu.Unlock()
@@ -128,9 +134,21 @@ func (x *Exclusive) attempt(block bool) Attempt {
 			args = append(args, x.ext.AcquireArgs(block)...)
 		}
 		start := time.Now()
-		res, err := x.Run(ctx, x.scripts.Acquire, keys, args...).Int64Slice()
-		if err == nil && len(res) != 2 {
-			err = fmt.Errorf("unexpected reply %v", res)
+		var res []int64
+		var err error
+		if first && x.scripts.SetNX && !x.Cfg.Fencing && x.count == 0 {
+			var ok bool
+			ok, err = x.E.RDB.SetNX(ctx, x.Keys.Lock, x.Token, x.Lease()).Result()
+			if ok {
+				res = []int64{1, 0}
+			}
+		}
+		first = false
+		if res == nil && err == nil {
+			res, err = x.Run(ctx, x.scripts.Acquire, keys, args...).Int64Slice()
+			if err == nil && len(res) != 2 {
+				err = fmt.Errorf("unexpected reply %v", res)
+			}
 		}
 		if err != nil {
 			if !IsRedisError(err) {

@@ -14,13 +14,21 @@ import (
 // run (INFO commandstats), to check that a stall made go-redis resend.
 func ScriptCalls(t testing.TB, c *redis.Client) int64 {
 	t.Helper()
+	return CommandCalls(t, c, "evalsha", "eval")
+}
+
+// CommandCalls returns how many of the named commands (lower case) a real
+// server has run (INFO commandstats).
+func CommandCalls(t testing.TB, c *redis.Client, names ...string) int64 {
+	t.Helper()
 	info, err := c.Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		t.Fatalf("INFO commandstats: %v", err)
 	}
 	var n int64
 	for _, line := range strings.Split(info, "\n") {
-		if !strings.HasPrefix(line, "cmdstat_evalsha:") && !strings.HasPrefix(line, "cmdstat_eval:") {
+		name, _, ok := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":")
+		if !ok || !strings.HasPrefix(line, "cmdstat_") || !contains(names, name) {
 			continue
 		}
 		for _, f := range strings.Split(strings.SplitN(line, ":", 2)[1], ",") {
@@ -49,4 +57,13 @@ func Stall(t testing.TB, admin *redis.Client, d time.Duration) {
 		}
 	})
 	time.Sleep(20 * time.Millisecond)
+}
+
+func contains(names []string, name string) bool {
+	for _, n := range names {
+		if n == name {
+			return true
+		}
+	}
+	return false
 }

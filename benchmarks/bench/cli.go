@@ -1,0 +1,183 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Main is the command line of relockbench and of the peers command: it
+// parses args, measures kinds, and writes the report to stdout (progress
+// and notes to stderr). It returns the exit status: 0, 1 on a usage or
+// setup error, 3 when some kind violated mutual exclusion.
+func Main(name string, args []string, kinds []Kind, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		url         = fs.String("redis", "", "measure against the Redis server at this URL (redis://host:port); default: an embedded miniredis")
+		duration    = fs.Duration("duration", time.Second, "length of one measurement")
+		scenarios   = fs.String("scenarios", strings.Join(Scenarios, ","), "comma-separated scenarios to run")
+		kindList    = fs.String("kinds", "", "comma-separated kinds to run, by name or name prefix (default: all)")
+		contenders  = fs.String("contenders", "1,4,16,64", "comma-separated contender counts of the contention scenario")
+		hold        = fs.Duration("hold", time.Millisecond, "critical section of the contention and read-heavy scenarios")
+		handoffHold = fs.Duration("handoff-hold", 5*time.Millisecond, "mean hold before release in the hand-off scenario (jittered ±50%)")
+		locks       = fs.Int("locks", 0, "locks held by the watchdog scenario (default 10000, 500 on miniredis)")
+		wdTimeout   = fs.Duration("watchdog-timeout", 3*time.Second, "lease kept by automatic renewal in the watchdog scenario")
+		base        = fs.String("base", KindMutex, "relock kind that peers are compared with")
+		jsonOut     = fs.Bool("json", false, "write the full results as JSON to stdout instead of the table")
+		svgFile     = fs.String("svg", "", "also write a bar chart to this SVG file")
+	)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: %s [flags]\n\nKinds:", name)
+		for _, k := range kinds {
+			fmt.Fprintf(stderr, " %s", k.Name)
+		}
+		fmt.Fprintf(stderr, "\nScenarios: %s\n\nFlags:\n", strings.Join(Scenarios, " "))
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 1
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, name+": "+format+"\n", a...)
+		return 1
+	}
+
+	plan := Plan{Kinds: selectKinds(kinds, *kindList)}
+	if len(plan.Kinds) == 0 {
+		return fail("no kind matches -kinds %q", *kindList)
+	}
+	for _, s := range splitList(*scenarios) {
+		if !slices.Contains(Scenarios, s) {
+			return fail("unknown scenario %q (have %s)", s, strings.Join(Scenarios, ", "))
+		}
+		plan.Scenarios = append(plan.Scenarios, s)
+	}
+	for _, s := range splitList(*contenders) {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return fail("bad -contenders value %q", s)
+		}
+		plan.Contenders = append(plan.Contenders, n)
+	}
+
+	var srv *Server
+	var err error
+	if *url == "" {
+		srv, err = StartMini()
+	} else {
+		srv, err = Dial(*url)
+	}
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer srv.Close()
+	if !srv.Real() {
+		fmt.Fprintln(stderr, MiniredisWarning)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	rtt, err := srv.RTT(ctx, 500)
+	if err != nil {
+		return fail("%v", err)
+	}
+	cfg := Config{
+		Server: srv, Duration: *duration, Hold: *hold, HandoffHold: *handoffHold,
+		WatchdogLocks: *locks, WatchdogTimeout: *wdTimeout, RTT: rtt,
+	}.withDefaults()
+	if !srv.Real() && *locks == 0 && slices.Contains(plan.Scenarios, ScenarioWatchdog) {
+		fmt.Fprintf(stderr, "watchdog scenario: %s locks on miniredis (%s on a real server)\n",
+			group(int64(cfg.WatchdogLocks)), group(TargetWatchdogLocks))
+	}
+
+	rep := &Report{Meta: Meta{
+		Command:   strings.Join(append([]string{name}, args...), " "),
+		Server:    srv.Describe(),
+		RealRedis: srv.Real(),
+		RTT:       rtt,
+		Go:        runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH,
+		CPUs:      runtime.GOMAXPROCS(0),
+		Start:     time.Now(),
+		Duration:  cfg.Duration, Hold: cfg.Hold, HandoffHold: cfg.HandoffHold,
+		WatchdogLocks: cfg.WatchdogLocks, WatchdogTimeout: cfg.WatchdogTimeout,
+	}}
+	for _, k := range plan.Kinds {
+		rep.Meta.Kinds = append(rep.Meta.Kinds, KindInfo{Name: k.Name, Peer: k.Peer, Note: k.Note})
+		if k.Name == *base {
+			rep.Base = *base
+		}
+	}
+	rep.Results = Run(ctx, cfg, plan, stderr)
+	Evaluate(rep.Results)
+
+	if *jsonOut {
+		err = rep.WriteJSON(stdout)
+	} else {
+		err = rep.WriteTable(stdout)
+	}
+	if err != nil {
+		return fail("%v", err)
+	}
+	if *svgFile != "" {
+		f, err := os.Create(*svgFile)
+		if err != nil {
+			return fail("%v", err)
+		}
+		err = rep.WriteSVG(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fail("%v", err)
+		}
+	}
+	for _, r := range rep.Results {
+		if r.Violations > 0 {
+			fmt.Fprintf(stderr, "%s: %s violated mutual exclusion %d times in %s\n", name, r.Kind, r.Violations, r.Label())
+			return 3
+		}
+	}
+	return 0
+}
+
+// selectKinds returns the kinds whose name starts with one of the
+// comma-separated prefixes in list, or all of them for an empty list.
+func selectKinds(kinds []Kind, list string) []Kind {
+	prefixes := splitList(list)
+	if len(prefixes) == 0 {
+		return kinds
+	}
+	var out []Kind
+	for _, k := range kinds {
+		for _, p := range prefixes {
+			if strings.HasPrefix(k.Name, p) {
+				out = append(out, k)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}

@@ -1,0 +1,158 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// ratioMetric is one figure compared between relock and a peer.
+type ratioMetric struct {
+	name   string
+	higher bool // higher is better
+	value  func(r *Result) (float64, bool)
+}
+
+var ratioMetrics = []ratioMetric{
+	{name: "cycle p50", value: func(r *Result) (float64, bool) { return float64(r.Latency.P50), r.Latency.N > 0 }},
+	{name: "commands/op", value: func(r *Result) (float64, bool) { return r.CmdsPerOp, r.Ops > 0 }},
+	// Over each kind's own floor, measured interleaved with it: steadier
+	// than the raw ratio on a noisy machine, where kinds run minutes apart.
+	{name: "cycle p50 / own floor", value: func(r *Result) (float64, bool) {
+		if r.Uncontended == nil {
+			return 0, false
+		}
+		return r.Uncontended.RatioP50, true
+	}},
+	{name: "p50 / own pushed floor", value: func(r *Result) (float64, bool) {
+		if r.Handoff == nil || r.Latency.N == 0 {
+			return 0, false
+		}
+		return r.Handoff.RatioP50, true
+	}},
+	{name: "p50", value: func(r *Result) (float64, bool) { return float64(r.Latency.P50), r.Latency.N > 0 }},
+	{name: "p99", value: func(r *Result) (float64, bool) { return float64(r.Latency.P99), r.Latency.N > 0 }},
+	{name: "acquisitions/s", higher: true, value: func(r *Result) (float64, bool) { return r.OpsPerSec, r.Ops > 0 }},
+	{name: "wait p99", value: func(r *Result) (float64, bool) { return float64(r.Latency.P99), r.Latency.N > 0 }},
+	{name: "Jain index", higher: true, value: func(r *Result) (float64, bool) {
+		if r.Contention == nil || r.Ops == 0 {
+			return 0, false
+		}
+		return r.Contention.Jain, true
+	}},
+	{name: "commands/s", value: func(r *Result) (float64, bool) {
+		if r.Watchdog == nil {
+			return 0, false
+		}
+		return r.Watchdog.CmdsPerSec, true
+	}},
+	{name: "bytes/lock", value: func(r *Result) (float64, bool) {
+		if r.Watchdog == nil {
+			return 0, false
+		}
+		return r.Watchdog.BytesPerLock, true
+	}},
+}
+
+// metricsFor names the metrics compared in a scenario.
+func metricsFor(scenario string) []string {
+	switch scenario {
+	case ScenarioUncontended:
+		return []string{"cycle p50", "cycle p50 / own floor", "commands/op"}
+	case ScenarioHandoff:
+		return []string{"p50", "p50 / own pushed floor", "p99", "commands/op"}
+	case ScenarioContention:
+		return []string{"acquisitions/s", "wait p99", "Jain index", "commands/op"}
+	case ScenarioWatchdog:
+		return []string{"commands/s", "bytes/lock"}
+	}
+	return nil
+}
+
+// writeRatios writes relock's base kind over each peer, per scenario and
+// metric, when the report has peers.
+func (r *Report) writeRatios(w io.Writer) error {
+	base := r.Base
+	var peers []string
+	seen := map[string]bool{}
+	for _, res := range r.Results {
+		if res.Peer && !seen[res.Kind] {
+			seen[res.Kind] = true
+			peers = append(peers, res.Kind)
+		}
+	}
+	if len(peers) == 0 || base == "" {
+		return nil
+	}
+	find := func(kind, label string) *Result {
+		for i := range r.Results {
+			if res := &r.Results[i]; res.Kind == kind && res.Label() == label {
+				return res
+			}
+		}
+		return nil
+	}
+	fmt.Fprintf(w, "\nRatios %s / peer (same run, same server; < 1 is better for relock where lower is better, > 1 where higher is better):\n", base)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "SCENARIO\tMETRIC\t%s\n", strings.Join(peers, "\t"))
+	var labels []string
+	seenLabel := map[string]bool{}
+	for _, res := range r.Results {
+		if res.Kind == base && !seenLabel[res.Label()] {
+			seenLabel[res.Label()] = true
+			labels = append(labels, res.Label())
+		}
+	}
+	for _, label := range labels {
+		b := find(base, label)
+		for _, name := range metricsFor(b.Scenario) {
+			m := metricByName(name)
+			dir := "lower is better"
+			if m.higher {
+				dir = "higher is better"
+			}
+			cells := []string{label, name + " (" + dir + ")"}
+			for _, p := range peers {
+				cells = append(cells, ratioCell(b, find(p, label), m))
+			}
+			fmt.Fprintln(tw, strings.Join(cells, "\t"))
+		}
+	}
+	return tw.Flush()
+}
+
+func metricByName(name string) ratioMetric {
+	for _, m := range ratioMetrics {
+		if m.name == name {
+			return m
+		}
+	}
+	panic("bench: unknown metric " + name)
+}
+
+// ratioCell is base/peer for metric m, or why there is none.
+func ratioCell(base, peer *Result, m ratioMetric) string {
+	switch {
+	case peer == nil:
+		return "-"
+	case peer.Skipped != "":
+		return "n/a"
+	case peer.Err != "" && peer.Stalled:
+		return "peer stalled"
+	case peer.Err != "":
+		return "peer error"
+	case base.Err != "" || base.Skipped != "":
+		return "-"
+	}
+	bv, ok1 := m.value(base)
+	pv, ok2 := m.value(peer)
+	if !ok1 || !ok2 || pv == 0 {
+		return "-"
+	}
+	s := ratio(bv / pv)
+	if peer.Stalled {
+		s += " (peer stalled)"
+	}
+	return s
+}

@@ -1,0 +1,22 @@
+// Command relockbench measures relock's lock types: uncontended cycle
+// beside the raw SET NX + DEL floor, hand-off latency, contention
+// (throughput, waits, fairness, mutual exclusion), read-heavy load and the
+// watchdog at scale.
+//
+//	go run ./benchmarks/cmd/relockbench                          # embedded miniredis
+//	go run ./benchmarks/cmd/relockbench -redis redis://127.0.0.1:6379
+//
+// Figures from the embedded miniredis are not Redis figures. The same
+// scenarios for other Go lock libraries, in the same run, are in the
+// nested module benchmarks/peers.
+package main
+
+import (
+	"os"
+
+	"github.com/relock-go/relock/benchmarks/bench"
+)
+
+func main() {
+	os.Exit(bench.Main("relockbench", os.Args[1:], bench.RelockKinds(), os.Stdout, os.Stderr))
+}

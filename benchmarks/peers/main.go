@@ -1,0 +1,30 @@
+// Command peers runs relockbench's scenarios for relock and for the Go
+// lock libraries people would pick instead, in one run against one server,
+// and prints the ratios relock/peer:
+//
+//   - github.com/go-redsync/redsync/v4 with its defaults,
+//   - github.com/bsm/redislock with a linear retry of 1ms and of 10ms,
+//   - rueidislock from github.com/redis/rueidis with its defaults.
+//
+// Run it from the repository root:
+//
+//	go -C benchmarks/peers run . -redis redis://127.0.0.1:6379
+//
+// It is a module of its own so that relock's go.mod does not carry the
+// peers' dependencies. Without -redis it runs on an embedded miniredis,
+// where rueidislock cannot run (it needs CLIENT TRACKING) and figures are
+// not Redis figures. Every peer run is bounded: a lock that hangs is
+// reported as stalled, not waited for.
+package main
+
+import (
+	"os"
+	"time"
+
+	"github.com/relock-go/relock/benchmarks/bench"
+)
+
+func main() {
+	kinds := append(bench.RelockKinds(), redsyncKind(), redislockKind(time.Millisecond), redislockKind(10*time.Millisecond), rueidislockKind())
+	os.Exit(bench.Main("relockbench-peers", os.Args[1:], kinds, os.Stdout, os.Stderr))
+}

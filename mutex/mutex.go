@@ -18,6 +18,10 @@
 // Without WithLease, the Client's watchdog renews the lease while the lock
 // is held.
 //
+// The mutex is not fair: a release wakes one waiter per Client, and any
+// owner may win the next acquire, including the one that just released it.
+// Use package fair when waiters must be served in arrival order.
+//
 // Mutual exclusion holds only while Redis keeps the key and the holder acts
 // before its local deadline; see the relock package documentation for the
 // exact guarantees, and relock.WithFencing for protecting a resource beyond

@@ -10,6 +10,9 @@
 // relock.WithLease, the Client's watchdog renews the lease while the lock
 // is held, registering the hold once (not once per re-entry).
 //
+// The lock is not fair: any owner may win the next acquire, including the
+// one that just released it. Use package fair for arrival order.
+//
 // Ownership is per handle, not per goroutine (Go has no goroutine
 // identity): every goroutine using one handle shares its hold. Give each
 // independent worker its own handle.

@@ -140,6 +140,10 @@ func details(r *Result) string {
 		u := r.Uncontended
 		parts = append(parts, fmt.Sprintf("floor SET NX+DEL p50 %s (%s cmds): %s p50, %s mean",
 			fmtDur(u.Floor.P50), fmtNum(u.FloorCmdsPerOp), ratio(u.RatioP50), ratio(u.RatioMean)))
+		if u.ScriptFloor.N > 0 {
+			parts = append(parts, fmt.Sprintf("SET NX+CAD script p50 %s (%s of the floor): %s",
+				fmtDur(u.ScriptFloor.P50), ratio(float64(u.ScriptFloor.P50)/float64(u.Floor.P50)), ratio(u.ScriptRatioP50)))
+		}
 	case r.Handoff != nil:
 		h := r.Handoff
 		parts = append(parts, fmt.Sprintf("n=%d", r.Latency.N),

@@ -65,6 +65,11 @@ type UncontendedStats struct {
 	RatioMean float64 `json:"ratio_mean"`
 	// SameClient says the floor ran on the kind's own go-redis client.
 	SameClient bool `json:"same_client"`
+	// ScriptFloor is SET NX PX + the smallest safe release, a one-line
+	// compare-and-delete script (Redis 7.0 has no native one), measured
+	// interleaved too; ScriptRatioP50 is the kind's cycle over it.
+	ScriptFloor    Dist    `json:"script_floor"`
+	ScriptRatioP50 float64 `json:"script_ratio_p50"`
 }
 
 // HandoffStats are the hand-off scenario's figures.

@@ -69,7 +69,9 @@ func Evaluate(results []Result) {
 			u := r.Uncontended
 			r.check(fmt.Sprintf("cycle within %.2fx of SET NX+DEL", TargetFloorRatio),
 				u.RatioP50 <= TargetFloorRatio,
-				fmt.Sprintf("p50 %s vs floor %s = %s (mean %s)", fmtDur(r.Latency.P50), fmtDur(u.Floor.P50), ratio(u.RatioP50), ratio(u.RatioMean)))
+				fmt.Sprintf("p50 %s vs floor %s = %s (mean %s); the script floor SET NX + compare-and-delete script alone is %s of the floor, and relock %s of it",
+					fmtDur(r.Latency.P50), fmtDur(u.Floor.P50), ratio(u.RatioP50), ratio(u.RatioMean),
+					ratio(float64(u.ScriptFloor.P50)/float64(u.Floor.P50)), ratio(u.ScriptRatioP50)))
 		case ScenarioHandoff:
 			if r.Peer || r.Handoff == nil {
 				break

@@ -8,13 +8,18 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// compareAndDelete is the smallest safe release on Redis 7.0 (which has no
+// native compare-and-delete): the script floor of any correct lock.
+var compareAndDelete = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
+
 // uncontendedBlock is how many cycles run back to back before switching
 // between the lock and the floor, so that both see the same machine load.
 const uncontendedBlock = 50
 
 // Uncontended measures Lock+Unlock cycles of one owner on a free lock:
 // cycle time and commands per cycle, beside the raw floor of the same
-// client doing SET NX PX + DEL, measured interleaved in the same run.
+// client doing SET NX PX + DEL and the script floor SET NX PX + a one-line
+// compare-and-delete script, all interleaved in the same run.
 func Uncontended(ctx context.Context, cfg Config, k Kind) Result {
 	cfg = cfg.withDefaults()
 	res := Result{Kind: k.Name, Peer: k.Peer, Scenario: ScenarioUncontended}
@@ -65,20 +70,29 @@ func Uncontended(ctx context.Context, cfg Config, k Kind) Result {
 		return nil
 	}
 
+	cadKey := "relockbench:cad:{" + name + "}"
+	scriptFloor := func() error {
+		if err := raw.SetNX(ctx, cadKey, floorToken, 30*time.Second).Err(); err != nil {
+			return fmt.Errorf("script floor SET NX: %w", err)
+		}
+		if err := compareAndDelete.Run(ctx, raw, []string{cadKey}, floorToken).Err(); err != nil {
+			return fmt.Errorf("script floor release: %w", err)
+		}
+		return nil
+	}
+
 	// Warm up: load scripts, fill connection pools.
 	for i := 0; i < 20; i++ {
-		if err := cycle(); err != nil {
-			res.Err = err.Error()
-			return res
-		}
-		if err := floor(); err != nil {
-			res.Err = err.Error()
-			return res
+		for _, f := range []func() error{cycle, floor, scriptFloor} {
+			if err := f(); err != nil {
+				res.Err = err.Error()
+				return res
+			}
 		}
 	}
 
-	var lockLat, floorLat []time.Duration
-	var lockCount, floorCount Count
+	var lockLat, floorLat, scriptLat []time.Duration
+	var lockCount, floorCount, scriptCount Count
 	block := func(f func() error, lat *[]time.Duration, c *Counter, total *Count, n int) error {
 		c0 := c.Snapshot()
 		for i := 0; i < n; i++ {
@@ -116,6 +130,10 @@ func Uncontended(ctx context.Context, cfg Config, k Kind) Result {
 			res.Err = err.Error()
 			return res
 		}
+		if err := block(scriptFloor, &scriptLat, floorCnt, &scriptCount, n); err != nil {
+			res.Err = err.Error()
+			return res
+		}
 	}
 	res.Seconds = time.Since(start).Seconds()
 	res.Ops = int64(len(lockLat))
@@ -131,6 +149,8 @@ func Uncontended(ctx context.Context, cfg Config, k Kind) Result {
 	st.FloorCmdsPerOp = float64(floorCount.Commands) / float64(len(floorLat))
 	st.RatioP50 = float64(res.Latency.P50) / float64(st.Floor.P50)
 	st.RatioMean = float64(res.Latency.Mean) / float64(st.Floor.Mean)
+	st.ScriptFloor = Summarize(scriptLat)
+	st.ScriptRatioP50 = float64(res.Latency.P50) / float64(st.ScriptFloor.P50)
 	res.Uncontended = st
 	return res
 }

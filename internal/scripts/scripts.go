@@ -47,7 +47,7 @@ var (
 // e.g. after SCRIPT FLUSH or a restart).
 var (
 	MutexAcquire     = redis.NewScript(record + mutexAcquire)
-	MutexRelease     = redis.NewScript(record + mutexRelease)
+	MutexRelease     = redis.NewScript(mutexRelease)
 	MutexAbort       = redis.NewScript(record + mutexAbort)
 	ReentrantAcquire = redis.NewScript(record + reentrantAcquire)
 	ReentrantRelease = redis.NewScript(record + reentrantRelease)

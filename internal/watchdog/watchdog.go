@@ -216,12 +216,14 @@ func (w *Watchdog) loop() {
 			return
 		case <-t.C:
 		}
+		started := time.Now()
 		next := w.period
 		if !w.round() {
 			// Transient failure: retry soon, until each hold's deadline.
 			next = min(w.period/4, 500*time.Millisecond)
 		}
-		t.Reset(next)
+		// Rounds start a period apart, however long a round took.
+		t.Reset(max(next-time.Since(started), 0))
 	}
 }
 

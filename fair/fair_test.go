@@ -403,10 +403,8 @@ func TestReplayedScriptsCountOnce(t *testing.T) {
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		replay := &redistest.Replay{}
-		rdb := s.Client(t)
+		c, rdb := redistest.NewClient(t, s, relock.WithWatchdogTimeout(lease))
 		rdb.AddHook(replay)
-		c := relock.New(rdb, relock.WithWatchdogTimeout(lease))
-		t.Cleanup(func() { _ = c.Close() })
 		name := redistest.Name(t)
 		l := fair.New(c, name)
 		replay.Enable(true)

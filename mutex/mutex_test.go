@@ -323,10 +323,8 @@ func TestRetriedScriptsAreIdempotent(t *testing.T) {
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		replay := &redistest.Replay{}
-		rdb := s.Client(t)
+		c, rdb := redistest.NewClient(t, s)
 		rdb.AddHook(replay)
-		c := relock.New(rdb)
-		t.Cleanup(func() { _ = c.Close() })
 		name := redistest.Name(t)
 		a := mutex.New(c, name, relock.WithFencing())
 		replay.Enable(true)

@@ -353,10 +353,8 @@ func TestReplayedScriptsCountOnce(t *testing.T) {
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		replay := &redistest.Replay{}
-		rdb := s.Client(t)
+		c, rdb := redistest.NewClient(t, s)
 		rdb.AddHook(replay)
-		c := relock.New(rdb)
-		t.Cleanup(func() { _ = c.Close() })
 		l := reentrant.New(c, redistest.Name(t))
 		replay.Enable(true)
 		for i := 1; i <= 3; i++ {
@@ -444,10 +442,8 @@ func TestLostUnlockReplyThenLock(t *testing.T) {
 		// settled once, not lost and not applied twice.
 		ctx := context.Background()
 		faults := &redistest.Faults{}
-		rdb := s.Client(t)
+		c, rdb := redistest.NewClient(t, s)
 		rdb.AddHook(faults)
-		c := relock.New(rdb)
-		t.Cleanup(func() { _ = c.Close() })
 		l := reentrant.New(c, redistest.Name(t))
 		require.NoError(t, l.Lock(ctx))
 		require.NoError(t, l.Lock(ctx))

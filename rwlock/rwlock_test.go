@@ -732,10 +732,8 @@ func TestRetriedScriptsAreIdempotent(t *testing.T) {
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		replay := &redistest.Replay{}
-		rdb := s.Client(t)
+		c, rdb := redistest.NewClient(t, s)
 		rdb.AddHook(replay)
-		c := relock.New(rdb)
-		t.Cleanup(func() { _ = c.Close() })
 		name := redistest.Name(t)
 		l := rwlock.New(c, name, relock.WithFencing())
 		other := rwlock.New(c, name)
@@ -1031,10 +1029,8 @@ func TestLostUnlockReplyThenLock(t *testing.T) {
 		// settled once, not lost and not applied twice.
 		ctx := context.Background()
 		faults := &redistest.Faults{}
-		rdb := s.Client(t)
+		c, rdb := redistest.NewClient(t, s)
 		rdb.AddHook(faults)
-		c := relock.New(rdb)
-		t.Cleanup(func() { _ = c.Close() })
 		l := rwlock.New(c, redistest.Name(t))
 		require.NoError(t, l.RLock(ctx))
 		require.NoError(t, l.RLock(ctx))

@@ -73,7 +73,7 @@ func New(c *relock.Client, name string, opts ...relock.LockOption) *Lock {
 			}
 			return []any{b, hb.Milliseconds(), prefix}
 		},
-		ReleaseArgs: []any{hb.Milliseconds(), prefix},
+		ReleaseArgs: []any{prefix},
 		Channel:     prefix + o.Token,
 		// Each attempt is the waiter's heartbeat: several per timeout.
 		MaxWait: min(hb/4, core.MaxWait),

@@ -81,8 +81,13 @@ func (l *RWMutex) attempt(k kind, block bool) core.Attempt {
 			return false, 0, l.errorf(op, err)
 		}
 		if res[0] == 1 {
-			if gerr := lockerr.CtxGaveUp(ctx); gerr != nil {
-				// Granted after the caller's ctx ended: give it back.
+			gerr := lockerr.CtxGaveUp(ctx)
+			if gerr == nil && errors.Is(l.o.E.Usable(), lockerr.Closed) {
+				gerr = lockerr.GaveUp(lockerr.Closed)
+			}
+			if gerr != nil {
+				// Granted after the caller's ctx ended or the client
+				// closed: give it back.
 				l.abortLocked(ctx, req, k)
 				return false, 0, gerr
 			}
@@ -217,6 +222,10 @@ func (l *RWMutex) releaseLocked(ctx context.Context, k kind) error {
 			// Unknown outcome: the handle's next call resends the same
 			// request (settleLocked), which the script answers as the first.
 			l.pending = request{id: req, k: k}
+		}
+		if final && l.hold != nil {
+			// Still held as far as the handle knows: keep it watched.
+			l.o.E.WD.Restore(l.hold)
 		}
 		return l.errorf(op, err)
 	}

@@ -160,10 +160,14 @@ func (x *Exclusive) attempt(block bool) Attempt {
 			return false, 0, x.errorf("acquire", err)
 		}
 		if res[0] == 1 {
-			if gerr := lockerr.CtxGaveUp(ctx); gerr != nil {
+			gerr := lockerr.CtxGaveUp(ctx)
+			if gerr == nil && errors.Is(x.E.Usable(), lockerr.Closed) {
+				gerr = lockerr.GaveUp(lockerr.Closed)
+			}
+			if gerr != nil {
 				// Granted after the caller's ctx ended (go-redis does not
-				// interrupt a command on ctx end unless told to): give it
-				// back, as x/sync's semaphore does.
+				// interrupt a command on ctx end unless told to) or the
+				// client closed: give it back, as x/sync's semaphore does.
 				x.abortLocked(ctx, req)
 				return false, 0, gerr
 			}
@@ -266,6 +270,11 @@ func (x *Exclusive) releaseLocked(ctx context.Context) error {
 			// Unknown outcome: a repeated Unlock resends the same request,
 			// which the script answers as it answered the first.
 			x.pending = req
+		}
+		if final {
+			// Still held as far as the handle knows: keep it watched (a
+			// renewal will find out if the release did happen).
+			x.E.WD.Restore(x.hold)
 		}
 		return x.errorf("unlock", err)
 	}

@@ -46,10 +46,14 @@ func TestSharedSubscription(t *testing.T) {
 			assert.Equal(t, int64(1), numsub(), "one Redis subscription for two waiters")
 		}
 
-		// Wake one: exactly one of the two waiters, in turn.
+		// Wake one: exactly one of the two waiters, and the other next time.
 		require.NoError(t, rdb.Publish(ctx, ch, notify.WakeOne).Err())
 		first, second := woken(a), woken(b)
 		assert.True(t, first != second, "wake-one woke %v and %v", first, second)
+		require.NoError(t, rdb.Publish(ctx, ch, notify.WakeOne).Err())
+		again1, again2 := woken(a), woken(b)
+		assert.True(t, again1 != again2, "wake-one woke %v and %v", again1, again2)
+		assert.Equal(t, first, again2, "wake-ups did not rotate between the waiters")
 
 		// Wake all: both.
 		require.NoError(t, rdb.Publish(ctx, ch, notify.WakeAll).Err())

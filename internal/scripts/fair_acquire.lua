@@ -1,5 +1,5 @@
 -- fair_acquire: take or re-enter a fair lock, strictly in queue order.
--- (record.lua and fair_common.lua are prepended.)
+-- (record.lua, clock.lua and fair_common.lua are prepended.)
 --
 -- KEYS[1] lock hash (owner token -> hold count; TTL = lease)
 -- KEYS[2] fencing counter (touched only when ARGV[5] == "1"; no TTL)

@@ -7,11 +7,6 @@
 -- must show it is alive. Only dead waiters at the head are dropped, so each
 -- dead waiter costs O(log n) once, however long the queue.
 
-local function server_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-
 -- prune drops waiters whose deadline has passed (or who have none) from
 -- the head of the queue, and returns the live head (or false).
 local function prune(qk, zk, now)

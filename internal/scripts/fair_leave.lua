@@ -1,6 +1,6 @@
 -- fair_leave: a waiter gives up (its ctx ended) and leaves the queue at
 -- once; if it was the head of a free lock, the next waiter is woken.
--- (fair_common.lua is prepended.)
+-- (clock.lua and fair_common.lua are prepended.)
 --
 -- KEYS[1] lock hash
 -- KEYS[2] queue

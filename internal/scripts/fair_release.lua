@@ -1,6 +1,6 @@
 -- fair_release: give back one hold of a fair lock; the final one wakes the
 -- head of the queue (only it) on its own channel.
--- (record.lua and fair_common.lua are prepended.)
+-- (record.lua, clock.lua and fair_common.lua are prepended.)
 --
 -- KEYS[1] lock hash
 -- KEYS[2] request record of this owner
@@ -12,8 +12,7 @@
 -- ARGV[4] record TTL in milliseconds (> 0)
 -- ARGV[5] lock channel (unused: waiters listen on their own channels)
 -- ARGV[6] "1" when this is the owner's final hold
--- ARGV[7] heartbeat timeout in milliseconds (unused here)
--- ARGV[8] prefix of the waiters' own wake-up channels
+-- ARGV[7] prefix of the waiters' own wake-up channels
 --
 -- Reply: 1 released (now, or by an earlier run of the same request),
 --        0 this owner holds nothing here (nothing is changed).
@@ -31,5 +30,5 @@ if ARGV[6] ~= '1' and redis.call('HINCRBY', KEYS[1], tok, -1) > 0 then
   return 1
 end
 redis.call('DEL', KEYS[1])
-wake_head(KEYS[3], KEYS[4], ARGV[8])
+wake_head(KEYS[3], KEYS[4], ARGV[7])
 return 1

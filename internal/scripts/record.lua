@@ -1,4 +1,4 @@
--- record: helpers prepended to every script that changes a lock.
+-- record: helpers prepended to the scripts that change a lock.
 --
 -- A request record is a string "reqid|result" kept briefly under the
 -- owner's record key. go-redis resends a command whose reply timed out, so

@@ -10,7 +10,7 @@
 -- longer holds that lock (it is gone or someone else's). A missing lock is
 -- never recreated, and only this owner's own hold is extended.
 local lease = tonumber(ARGV[1])
-local now -- server time in ms, read once when a "w" hold needs it
+local now -- server time in ms (clock.lua), read once when a "w" hold needs it
 local out = {}
 for i, key in ipairs(KEYS) do
   local kind, tok = ARGV[2 * i], ARGV[2 * i + 1]
@@ -32,10 +32,7 @@ for i, key in ipairs(KEYS) do
     -- at least as long as this owner's holds.
     local f = redis.call('HMGET', key, tok .. ':e', tok .. ':r', tok .. ':w')
     if f[1] and (f[2] or f[3]) then
-      if not now then
-        local t = redis.call('TIME')
-        now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-      end
+      now = now or server_ms()
       if tonumber(f[1]) > now then
         redis.call('HSET', key, tok .. ':e', now + lease)
         if redis.call('PTTL', key) < lease then

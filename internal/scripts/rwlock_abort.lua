@@ -1,6 +1,6 @@
 -- rwlock_abort: undo an acquire whose outcome is unknown (its caller gave
--- up, e.g. ctx ended while the reply was in flight). (record.lua and
--- rwlock_common.lua are prepended.)
+-- up, e.g. ctx ended while the reply was in flight). (record.lua,
+-- clock.lua and rwlock_common.lua are prepended.)
 --
 -- KEYS[1] lock hash (see rwlock_common.lua)
 -- KEYS[2] request record of this owner

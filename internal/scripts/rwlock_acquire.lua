@@ -1,6 +1,6 @@
 -- rwlock_acquire: take or re-enter a read or write hold of a read/write
--- lock (see rwlock_common.lua for the hash). (record.lua and
--- rwlock_common.lua are prepended.)
+-- lock (see rwlock_common.lua for the hash). (record.lua,
+-- clock.lua and rwlock_common.lua are prepended.)
 --
 -- KEYS[1] lock hash
 -- KEYS[2] fencing counter (touched only for a new write hold when

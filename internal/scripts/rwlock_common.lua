@@ -1,5 +1,5 @@
 -- rwlock_common: functions shared by the read/write-lock scripts, prepended
--- (after record.lua) to each of them (rwlock_acquire, rwlock_release,
+-- (after record.lua and clock.lua) to each of them (rwlock_acquire, rwlock_release,
 -- rwlock_abort, rwlock_count).
 --
 -- The lock is one hash with these fields:
@@ -11,11 +11,6 @@
 --               crashed reader's share expires on its own
 -- and a TTL that follows the longest live hold (the largest :e), so the
 -- hash disappears with its last hold.
-
-local function server_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
 
 -- holds returns owner tok's live read and write counts: 0, 0 when it has
 -- none or its expiry has passed.

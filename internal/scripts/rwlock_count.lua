@@ -1,5 +1,5 @@
--- rwlock_count: an owner's live hold counts (read-only). (rwlock_common.lua
--- is prepended.)
+-- rwlock_count: an owner's live hold counts (read-only). (clock.lua and
+-- rwlock_common.lua are prepended.)
 --
 -- KEYS[1] lock hash (see rwlock_common.lua)
 -- ARGV[1] owner token

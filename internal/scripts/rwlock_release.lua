@@ -1,5 +1,5 @@
 -- rwlock_release: give back one read or write hold of a read/write lock.
--- (record.lua and rwlock_common.lua are prepended.)
+-- (record.lua, clock.lua and rwlock_common.lua are prepended.)
 --
 -- KEYS[1] lock hash (see rwlock_common.lua)
 -- KEYS[2] request record of this owner

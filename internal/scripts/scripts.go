@@ -15,6 +15,8 @@ import (
 var (
 	//go:embed record.lua
 	record string
+	//go:embed clock.lua
+	clock string
 	//go:embed mutex_acquire.lua
 	mutexAcquire string
 	//go:embed mutex_release.lua
@@ -52,14 +54,14 @@ var (
 	ReentrantAcquire = redis.NewScript(record + reentrantAcquire)
 	ReentrantRelease = redis.NewScript(record + reentrantRelease)
 	ReentrantAbort   = redis.NewScript(record + reentrantAbort)
-	Renew            = redis.NewScript(renew)
+	Renew            = redis.NewScript(clock + renew)
 	ForceUnlock      = redis.NewScript(forceUnlock)
 	// Scripts that change a lock share the functions of record.lua; the
 	// fair-lock scripts also those of fair_common.lua.
-	FairAcquire = redis.NewScript(record + fairCommon + fairAcquire)
-	FairRelease = redis.NewScript(record + fairCommon + fairRelease)
-	FairAbort   = redis.NewScript(record + fairCommon + fairAbort)
-	FairLeave   = redis.NewScript(fairCommon + fairLeave)
+	FairAcquire = redis.NewScript(record + clock + fairCommon + fairAcquire)
+	FairRelease = redis.NewScript(record + clock + fairCommon + fairRelease)
+	FairAbort   = redis.NewScript(record + clock + fairCommon + fairAbort)
+	FairLeave   = redis.NewScript(clock + fairCommon + fairLeave)
 )
 
 // The read/write-lock scripts; those that change a hold also share the
@@ -78,9 +80,9 @@ var (
 	//go:embed rwlock_count.lua
 	rwlockCount string
 
-	RWAcquire = redis.NewScript(record + rwlockCommon + rwlockAcquire)
-	RWRelease = redis.NewScript(record + rwlockCommon + rwlockRelease)
-	RWAbort   = redis.NewScript(record + rwlockCommon + rwlockAbort)
+	RWAcquire = redis.NewScript(record + clock + rwlockCommon + rwlockAcquire)
+	RWRelease = redis.NewScript(record + clock + rwlockCommon + rwlockRelease)
+	RWAbort   = redis.NewScript(record + clock + rwlockCommon + rwlockAbort)
 	RWLeave   = redis.NewScript(rwlockLeave)
-	RWCount   = redis.NewScript(rwlockCommon + rwlockCount)
+	RWCount   = redis.NewScript(clock + rwlockCommon + rwlockCount)
 )

@@ -71,7 +71,7 @@ func (h *Hold) Lost() <-chan struct{} { return h.lost }
 // use.
 type Watchdog struct {
 	rdb     redis.UniversalClient
-	sharded bool
+	shardOf func(key string) string // what routes a key to a server
 	lease   time.Duration
 	period  time.Duration
 
@@ -86,11 +86,9 @@ type Watchdog struct {
 
 // New starts a watchdog that renews holds to lease every lease/3.
 func New(rdb redis.UniversalClient, lease time.Duration) *Watchdog {
-	_, cluster := rdb.(*redis.ClusterClient)
-	_, ring := rdb.(*redis.Ring)
 	w := &Watchdog{
 		rdb:     rdb,
-		sharded: cluster || ring,
+		shardOf: shardKey(rdb),
 		lease:   lease,
 		period:  lease / 3,
 		holds:   make(map[*Hold]struct{}),
@@ -112,6 +110,9 @@ func (w *Watchdog) Lease() time.Duration { return w.lease }
 func (w *Watchdog) Add(h *Hold, start time.Time, lease time.Duration, renew bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if h.err != nil {
+		return // lost holds stay lost: never renewed again
+	}
 	if w.closed {
 		w.loseLocked(h, lockerr.ClosedLoss)
 		return
@@ -120,15 +121,38 @@ func (w *Watchdog) Add(h *Hold, start time.Time, lease time.Duration, renew bool
 	if h.active && !deadline.After(h.deadline) {
 		return
 	}
-	h.active, h.renew, h.deadline = true, renew, deadline
+	h.active, h.renew = true, renew
 	w.holds[h] = struct{}{}
-	if renew {
+	w.setDeadlineLocked(h, deadline)
+}
+
+// Restore watches h again, with the deadline it had, after a Remove whose
+// release then failed: the owner still holds the lock as far as it knows.
+func (w *Watchdog) Restore(h *Hold) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if h.err != nil || h.active {
 		return
 	}
-	if h.timer != nil {
-		h.timer.Stop()
+	if w.closed {
+		w.loseLocked(h, lockerr.ClosedLoss)
+		return
 	}
-	h.timer = time.AfterFunc(time.Until(deadline), func() { w.expire(h) })
+	h.active = true
+	w.holds[h] = struct{}{}
+	w.setDeadlineLocked(h, h.deadline)
+}
+
+// setDeadlineLocked moves h's local deadline and its timer. Every watched
+// hold has a timer at its deadline, so a hold is declared lost on time even
+// while a renewal round hangs on an unresponsive connection.
+func (w *Watchdog) setDeadlineLocked(h *Hold, deadline time.Time) {
+	h.deadline = deadline
+	if h.timer == nil {
+		h.timer = time.AfterFunc(time.Until(deadline), func() { w.expire(h) })
+		return
+	}
+	h.timer.Reset(time.Until(deadline))
 }
 
 // Remove stops watching h without declaring it lost. When Remove returns,
@@ -190,10 +214,10 @@ func (w *Watchdog) removeLocked(h *Hold) {
 }
 
 func (w *Watchdog) loseLocked(h *Hold, cause error) {
+	w.removeLocked(h)
 	if h.err != nil {
 		return
 	}
-	w.removeLocked(h)
 	h.err = cause
 	close(h.lost)
 }
@@ -201,9 +225,14 @@ func (w *Watchdog) loseLocked(h *Hold, cause error) {
 func (w *Watchdog) expire(h *Hold) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if h.active && !time.Now().Before(h.deadline) {
-		w.loseLocked(h, fmt.Errorf("%w: lease ran out", lockerr.NotHeld))
+	if !h.active || time.Now().Before(h.deadline) {
+		return
 	}
+	if h.renew {
+		w.loseLocked(h, fmt.Errorf("%w: no renewal confirmed before the local deadline", lockerr.NotHeld))
+		return
+	}
+	w.loseLocked(h, fmt.Errorf("%w: lease ran out", lockerr.NotHeld))
 }
 
 func (w *Watchdog) loop() {
@@ -250,23 +279,24 @@ func (w *Watchdog) round() bool {
 
 	ctx, cancel := context.WithTimeout(context.Background(), max(w.period, time.Second))
 	defer cancel()
-	batches := group(due, w.sharded)
+	batches := group(due, w.shardOf)
 	cmds := make([]*redis.Cmd, len(batches))
 	_, perr := w.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, b := range batches {
-			cmds[i] = renewCmd(ctx, p, b, w.lease)
+			cmds[i] = renewCmd(ctx, p, b, w.lease, false)
 		}
 		return nil
 	})
 	if perr != nil && isNoScript(perr) {
-		if err := scripts.Renew.Load(ctx, w.rdb).Err(); err == nil {
-			_, perr = w.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-				for i, b := range batches {
-					cmds[i] = renewCmd(ctx, p, b, w.lease)
-				}
-				return nil
-			})
-		}
+		// A server without the script (restart, SCRIPT FLUSH, or a Ring or
+		// Cluster shard that never saw it): send the source once, which
+		// also caches it there for the next rounds.
+		_, _ = w.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, b := range batches {
+				cmds[i] = renewCmd(ctx, p, b, w.lease, true)
+			}
+			return nil
+		})
 	}
 
 	ok := true
@@ -283,7 +313,7 @@ func (w *Watchdog) round() bool {
 				continue // released meanwhile: the outcome does not matter
 			}
 			if res[j] == 1 {
-				h.deadline = now.Add(w.lease - Drift(w.lease))
+				w.setDeadlineLocked(h, now.Add(w.lease-Drift(w.lease)))
 				continue
 			}
 			w.loseLocked(h, fmt.Errorf("%w: lock gone or taken by another owner", lockerr.NotHeld))
@@ -292,7 +322,7 @@ func (w *Watchdog) round() bool {
 	return ok
 }
 
-func renewCmd(ctx context.Context, p redis.Pipeliner, b []*Hold, lease time.Duration) *redis.Cmd {
+func renewCmd(ctx context.Context, p redis.Pipeliner, b []*Hold, lease time.Duration, eval bool) *redis.Cmd {
 	keys := make([]string, len(b))
 	args := make([]any, 0, 1+2*len(b))
 	args = append(args, lease.Milliseconds())
@@ -300,19 +330,19 @@ func renewCmd(ctx context.Context, p redis.Pipeliner, b []*Hold, lease time.Dura
 		keys[i] = h.Key
 		args = append(args, h.Kind, h.Token)
 	}
+	if eval {
+		return scripts.Renew.Eval(ctx, p, keys, args...)
+	}
 	return scripts.Renew.EvalSha(ctx, p, keys, args...)
 }
 
-// group splits holds into script calls of at most BatchSize holds. When the
-// client shards keys (Cluster, Ring), the holds of one call share a slot, so
-// every call is valid there too.
-func group(holds []*Hold, sharded bool) [][]*Hold {
-	bySlot := make(map[uint16][]*Hold)
+// group splits holds into script calls of at most BatchSize holds whose
+// keys the client routes to the same server (see Watchdog.shardOf), so every
+// call is valid on Cluster and Ring too.
+func group(holds []*Hold, shardOf func(key string) string) [][]*Hold {
+	bySlot := make(map[string][]*Hold)
 	for _, h := range holds {
-		var s uint16
-		if sharded {
-			s = Slot(h.Key)
-		}
+		s := shardOf(h.Key)
 		bySlot[s] = append(bySlot[s], h)
 	}
 	var out [][]*Hold

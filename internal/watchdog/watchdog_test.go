@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -125,4 +127,101 @@ func TestTransientFailures(t *testing.T) {
 		time.Sleep(lease)
 		assert.Empty(t, s.Keys(t, "relock:mutex:{"+name+"}"), "lock still there after its lease")
 	})
+}
+
+// TestLostBeforeExpiry cuts the watchdog off from Redis with a network that
+// drops packets, so renewals hang instead of failing: the hold must still
+// be declared lost at its local deadline, before the lock expires on the
+// server and another owner can take it.
+func TestLostBeforeExpiry(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		const lease = 2 * time.Second
+		proxy := redistest.NewProxy(t, s.Addr)
+		rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr})
+		t.Cleanup(func() { _ = rdb.Close() })
+		c := relock.New(rdb, relock.WithWatchdogTimeout(lease))
+		t.Cleanup(func() { _ = c.Close() })
+		name := redistest.Name(t)
+		m := mutex.New(c, name)
+		require.NoError(t, m.Lock(ctx))
+		time.Sleep(lease / 2) // a renewal or two go through
+
+		direct := s.Client(t)
+		proxy.Blackhole(true)
+		cut := time.Now()
+		gone := make(chan time.Time, 1)
+		go func() {
+			for time.Since(cut) < 3*lease {
+				if n, err := direct.Exists(ctx, "relock:mutex:{"+name+"}").Result(); err == nil && n == 0 {
+					gone <- time.Now()
+					return
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}()
+		select {
+		case <-m.Lost():
+		case <-time.After(2 * lease):
+			t.Fatal("hold not declared lost while Redis was unreachable")
+		}
+		lost := time.Now()
+		assert.Less(t, lost.Sub(cut), lease, "declared lost later than one lease after the cut")
+		select {
+		case at := <-gone:
+			t.Fatalf("the lock expired on the server %v before the holder was told", lost.Sub(at))
+		default:
+		}
+		select {
+		case at := <-gone:
+			t.Logf("told %v before the lock expired on the server", at.Sub(lost))
+		case <-time.After(2 * lease):
+			t.Fatal("lock never expired on the server")
+		}
+	})
+}
+
+// TestLostHoldStaysLost: a hold declared lost cannot be watched again (a
+// re-entry in flight when it was lost must not revive its renewals).
+func TestLostHoldStaysLost(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		w := watchdog.New(s.Client(t), time.Second)
+		t.Cleanup(w.Close)
+		h := watchdog.NewHold("relock:mutex:{"+redistest.Name(t)+"}", watchdog.KindString, "token")
+		w.Add(h, time.Now(), time.Second, true)
+		assert.Equal(t, 1, w.Len())
+		w.Lose(h, relock.ErrNotHeld)
+		w.Add(h, time.Now(), time.Second, true)
+		w.Restore(h)
+		assert.Equal(t, 0, w.Len(), "a lost hold is watched again")
+		assert.ErrorIs(t, w.Err(h), relock.ErrNotHeld)
+	})
+}
+
+// TestRing renews locks spread over the shards of a go-redis Ring (two
+// miniredis servers: the package's real server is one): every shard gets
+// the script, and every call goes to the shard that owns its keys.
+func TestRing(t *testing.T) {
+	ctx := context.Background()
+	a, b := miniredis.RunT(t), miniredis.RunT(t)
+	a.ClockTTL(true)
+	b.ClockTTL(true)
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": a.Addr(), "b": b.Addr()}})
+	t.Cleanup(func() { _ = ring.Close() })
+	const lease = 900 * time.Millisecond
+	c := relock.New(ring, relock.WithWatchdogTimeout(lease))
+	t.Cleanup(func() { _ = c.Close() })
+	name := redistest.Name(t)
+	var ms []*mutex.Mutex
+	for i := 0; i < 200; i++ {
+		m := mutex.New(c, fmt.Sprintf("%s.%d", name, i))
+		require.NoError(t, m.Lock(ctx))
+		ms = append(ms, m)
+	}
+	require.Positive(t, len(a.Keys()), "no lock on shard a")
+	require.Positive(t, len(b.Keys()), "no lock on shard b")
+	time.Sleep(3 * lease)
+	for i, m := range ms {
+		require.NoError(t, m.Unlock(ctx), "lock %d lost on a Ring", i)
+	}
 }

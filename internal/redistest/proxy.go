@@ -1,0 +1,87 @@
+package redistest
+
+import (
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// Proxy is a TCP proxy in front of a server that can turn into a black
+// hole: while blackholed it keeps every connection open but forwards no
+// byte either way, as a network that drops packets (commands hang until
+// the client's read timeout instead of failing at once).
+type Proxy struct {
+	Addr string
+
+	l     net.Listener
+	black atomic.Bool
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+// NewProxy starts a proxy to addr, closed at the end of t.
+func NewProxy(t testing.TB, addr string) *Proxy {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{Addr: l.Addr().String(), l: l}
+	p.wg.Add(1)
+	go p.accept(addr)
+	t.Cleanup(p.close)
+	return p
+}
+
+// Blackhole turns the black hole on or off.
+func (p *Proxy) Blackhole(on bool) { p.black.Store(on) }
+
+func (p *Proxy) accept(addr string) {
+	defer p.wg.Done()
+	for {
+		down, err := p.l.Accept()
+		if err != nil {
+			return
+		}
+		up, err := net.Dial("tcp", addr)
+		if err != nil {
+			_ = down.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, down, up)
+		p.mu.Unlock()
+		p.wg.Add(2)
+		go p.pipe(up, down)
+		go p.pipe(down, up)
+	}
+}
+
+func (p *Proxy) pipe(dst io.Writer, src io.Reader) {
+	defer p.wg.Done()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && !p.black.Load() {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (p *Proxy) close() {
+	_ = p.l.Close()
+	p.mu.Lock()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}

@@ -153,11 +153,9 @@ func (l *RWMutex) Lock(ctx context.Context) error {
 		Channel: l.o.Keys.Channel,
 		Try:     l.attempt(write, true),
 		MaxWait: WriterHeartbeat / 3,
-		Leave: func() {
-			cctx, cancel := core.Cleanup(ctx)
-			defer cancel()
-			// If this fails, the registration lapses within WriterHeartbeat.
-			_ = l.o.Run(cctx, scripts.RWLeave, []string{l.wq}, l.o.Token, l.o.Keys.Channel).Err()
+		// If this fails, the registration lapses within WriterHeartbeat.
+		Leave: func(ctx context.Context) error {
+			return l.o.Run(ctx, scripts.RWLeave, []string{l.wq}, l.o.Token, l.o.Keys.Channel).Err()
 		},
 	})
 }

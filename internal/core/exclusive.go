@@ -41,7 +41,7 @@ type Extension struct {
 	Channel string
 	// MaxWait caps a single timed wait (see WaitSpec).
 	MaxWait time.Duration
-	// Leave runs when a blocking acquire gives up after waiting.
+	// Leave runs when a blocking acquire gives up (see WaitSpec.Leave).
 	Leave func(ctx context.Context) error
 }
 
@@ -82,16 +82,10 @@ func (x *Exclusive) Lock(ctx context.Context) error {
 		Channel: x.Keys.Channel,
 		Try:     x.attempt(true),
 		MaxWait: x.ext.MaxWait,
+		Leave:   x.ext.Leave,
 	}
 	if x.ext.Channel != "" {
 		spec.Channel = x.ext.Channel
-	}
-	if x.ext.Leave != nil {
-		spec.Leave = func() {
-			cctx, cancel := Cleanup(ctx)
-			defer cancel()
-			_ = x.ext.Leave(cctx) // if it fails, the waiter's heartbeat lapses
-		}
 	}
 	return x.E.Wait(ctx, spec)
 }
@@ -322,12 +316,4 @@ func (x *Exclusive) Fence() int64 {
 		return 0
 	}
 	return x.fence
-}
-
-// LocalCount is the hold count this handle believes it has.
-func (x *Exclusive) LocalCount() int {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.syncLostLocked()
-	return x.count
 }

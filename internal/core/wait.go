@@ -27,8 +27,10 @@ type WaitSpec struct {
 	// lock waits at most a fraction of its heartbeat between attempts).
 	MaxWait time.Duration
 	// Leave, if set, runs when the wait gives up (a fair-lock waiter
-	// leaves the queue).
-	Leave func()
+	// leaves the queue, a waiting writer withdraws), with a context that
+	// outlives the caller's (see Cleanup). If it fails, the waiter's
+	// registration lapses by itself.
+	Leave func(ctx context.Context) error
 }
 
 // Wait blocks until spec.Try acquires, ctx ends or the engine closes. The
@@ -40,11 +42,13 @@ type WaitSpec struct {
 func (e *Engine) Wait(ctx context.Context, spec WaitSpec) error {
 	giveUp := func(err error) error {
 		if spec.Leave != nil {
-			spec.Leave()
+			cctx, cancel := Cleanup(ctx)
+			defer cancel()
+			_ = spec.Leave(cctx)
 		}
 		return err
 	}
-	ok, ttl, err := spec.Try(ctx)
+	ok, _, err := spec.Try(ctx)
 	if err != nil {
 		return giveUp(err)
 	}
@@ -73,7 +77,7 @@ func (e *Engine) Wait(ctx context.Context, spec WaitSpec) error {
 	}
 	defer timer.Stop()
 	for {
-		ok, ttl, err = spec.Try(ctx)
+		ok, ttl, err := spec.Try(ctx)
 		if err != nil {
 			return giveUp(err)
 		}

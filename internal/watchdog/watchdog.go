@@ -263,14 +263,10 @@ func (w *Watchdog) round() bool {
 	w.mu.Lock()
 	var due []*Hold
 	for h := range w.holds {
-		if !h.renew {
-			continue
+		// A hold past its deadline is declared lost by its timer (expire).
+		if h.renew && now.Before(h.deadline) {
+			due = append(due, h)
 		}
-		if !now.Before(h.deadline) {
-			w.loseLocked(h, fmt.Errorf("%w: no renewal confirmed before the local deadline", lockerr.NotHeld))
-			continue
-		}
-		due = append(due, h)
 	}
 	w.mu.Unlock()
 	if len(due) == 0 {

@@ -71,7 +71,9 @@ func New(c *relock.Client, name string, opts ...relock.LockOption) *Mutex {
 // On ctx end it returns an error matching both relock.ErrNotObtained and
 // ctx.Err(), and leaves nothing behind (if an attempt was in flight and did
 // take the lock, it is released). Lock on a handle that already holds the
-// mutex returns relock.ErrAlreadyHeld at once.
+// mutex returns relock.ErrAlreadyHeld at once; after its hold was lost,
+// Lock returns relock.ErrNotHeld until Unlock has reported the loss (see
+// "When a hold is lost" in package relock).
 func (m *Mutex) Lock(ctx context.Context) error { return m.x.Lock(ctx) }
 
 // TryLock makes one attempt: (true, nil) if it took the mutex, (false, nil)

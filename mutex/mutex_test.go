@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock"
+	"github.com/relock-go/relock/internal/locktest"
 	"github.com/relock-go/relock/internal/redistest"
 	"github.com/relock-go/relock/mutex"
 )
@@ -428,4 +429,13 @@ func TestBadInput(t *testing.T) {
 	}
 	// Names with braces inside are fine (the tag is cut at the first '}').
 	assert.False(t, errors.Is(mutex.New(c, "a}b{c").Unlock(ctx), relock.ErrInvalidName))
+}
+
+func TestLostHoldRefusesLock(t *testing.T) {
+	locktest.LostHoldRefusesLock(t, locktest.Kind{
+		New: func(c *relock.Client, name string, opts ...relock.LockOption) locktest.Handle {
+			return mutex.New(c, name, opts...)
+		},
+		Key: func(name string) string { return "relock:mutex:{" + name + "}" },
+	})
 }

@@ -60,7 +60,9 @@ func New(c *relock.Client, name string, opts ...relock.LockOption) *Lock {
 // On ctx end it returns an error matching both relock.ErrNotObtained and
 // ctx.Err(), and the hold count is as before the call. A re-entry on a hold
 // that was lost (see Lost) returns an error matching relock.ErrNotHeld: the
-// outer critical section is no longer protected.
+// outer critical section is no longer protected. Such a handle refuses
+// every Lock until it has been unlocked as many times as it was locked
+// (see "When a hold is lost" in package relock).
 func (l *Lock) Lock(ctx context.Context) error { return l.x.Lock(ctx) }
 
 // TryLock makes one attempt to acquire or re-enter: (true, nil) on success,

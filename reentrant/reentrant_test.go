@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock"
+	"github.com/relock-go/relock/internal/locktest"
 	"github.com/relock-go/relock/internal/redistest"
 	"github.com/relock-go/relock/reentrant"
 )
@@ -459,5 +460,15 @@ func TestLostUnlockReplyThenLock(t *testing.T) {
 		assert.True(t, locked)
 		require.NoError(t, l.Unlock(ctx))
 		assert.ErrorIs(t, l.Unlock(ctx), relock.ErrNotHeld)
+	})
+}
+
+func TestLostHoldRefusesLock(t *testing.T) {
+	locktest.LostHoldRefusesLock(t, locktest.Kind{
+		New: func(c *relock.Client, name string, opts ...relock.LockOption) locktest.Handle {
+			return reentrant.New(c, name, opts...)
+		},
+		Key:       key,
+		Reentrant: true,
 	})
 }

@@ -43,7 +43,6 @@ package rwlock
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/relock-go/relock"
@@ -67,29 +66,8 @@ const WriterHeartbeat = 3 * time.Second
 // An RWMutex is made by New, is safe for concurrent use and must not be
 // copied. Its zero value is not usable.
 type RWMutex struct {
-	o  core.Owner
+	h  *core.Holder
 	wq string // waiting writers
-
-	mu      sync.Mutex
-	r, w    int            // this handle's read and write hold counts
-	fence   int64          // fencing token of the current write hold
-	hold    *watchdog.Hold // one per handle while it holds anything
-	last    *watchdog.Hold // most recent hold, for Lost
-	lostErr error          // why the last hold was lost, until reported
-	pending request        // a release whose outcome is unknown
-}
-
-// kind is the kind of a hold, as the scripts spell it.
-type kind string
-
-const (
-	read  kind = "r"
-	write kind = "w"
-)
-
-type request struct {
-	id string
-	k  kind
 }
 
 // New returns a handle on the read/write lock called name. It never fails:
@@ -99,7 +77,10 @@ type request struct {
 // reentrant or fair lock of the same name: they do not collide.
 func New(c *relock.Client, name string, opts ...relock.LockOption) *RWMutex {
 	o := core.NewOwner(c, "rwlock", name, core.Options(opts))
-	return &RWMutex{o: o, wq: o.Keys.Sub("wq")}
+	p := &protocol{wq: o.Keys.Sub("wq")}
+	l := &RWMutex{h: core.NewHolder(o, p, watchdog.KindRW), wq: p.wq}
+	p.o = &l.h.Owner
+	return l
 }
 
 // RLock takes a read hold, waiting until no other handle holds or waits
@@ -110,21 +91,23 @@ func New(c *relock.Client, name string, opts ...relock.LockOption) *RWMutex {
 // On ctx end it returns an error matching both relock.ErrNotObtained and
 // ctx.Err(), and the hold counts are as before the call. A re-entry on
 // holds that were lost (see Lost) returns an error matching
-// relock.ErrNotHeld.
+// relock.ErrNotHeld, and so does every acquire of the handle until it has
+// been unlocked as many times as it was locked (see "When a hold is lost"
+// in package relock).
 func (l *RWMutex) RLock(ctx context.Context) error {
-	if err := l.o.Check(); err != nil {
+	if err := l.h.Check(); err != nil {
 		return l.errorf("rlock", err)
 	}
-	return l.o.E.Wait(ctx, core.WaitSpec{Channel: l.o.Keys.Channel, Try: l.attempt(read, true)})
+	return l.h.E.Wait(ctx, core.WaitSpec{Channel: l.h.Keys.Channel, Try: l.h.Acquirer("rlock", core.Read, 1, true)})
 }
 
 // TryRLock makes one attempt to take a read hold: (true, nil) on success,
 // (false, nil) if another handle holds or waits for the write lock.
 func (l *RWMutex) TryRLock(ctx context.Context) (bool, error) {
-	if err := l.o.Check(); err != nil {
+	if err := l.h.Check(); err != nil {
 		return false, l.errorf("tryrlock", err)
 	}
-	ok, _, err := l.attempt(read, false)(ctx)
+	ok, _, err := l.h.Acquirer("tryrlock", core.Read, 1, false)(ctx)
 	return ok, err
 }
 
@@ -134,7 +117,9 @@ func (l *RWMutex) TryRLock(ctx context.Context) (bool, error) {
 // (never taken, all given back, or lost) it returns an error matching
 // relock.ErrNotHeld and changes nothing. If the reply is lost (a network
 // error), calling RUnlock again is safe: it repeats the same request.
-func (l *RWMutex) RUnlock(ctx context.Context) error { return l.release(ctx, read) }
+func (l *RWMutex) RUnlock(ctx context.Context) error {
+	return l.h.Release(ctx, "runlock", core.Read, 1)
+}
 
 // Lock takes the write lock, or re-enters it if this handle holds it,
 // waiting until no other handle holds the lock or ctx ends. While it
@@ -146,16 +131,16 @@ func (l *RWMutex) RUnlock(ctx context.Context) error { return l.release(ctx, rea
 // relock.ErrNotObtained and ctx.Err(), withdraws from the waiting writers
 // (waking the readers behind it) and leaves the hold counts as before.
 func (l *RWMutex) Lock(ctx context.Context) error {
-	if err := l.o.Check(); err != nil {
+	if err := l.h.Check(); err != nil {
 		return l.errorf("lock", err)
 	}
-	return l.o.E.Wait(ctx, core.WaitSpec{
-		Channel: l.o.Keys.Channel,
-		Try:     l.attempt(write, true),
+	return l.h.E.Wait(ctx, core.WaitSpec{
+		Channel: l.h.Keys.Channel,
+		Try:     l.h.Acquirer("lock", core.Write, 1, true),
 		MaxWait: WriterHeartbeat / 3,
 		// If this fails, the registration lapses within WriterHeartbeat.
 		Leave: func(ctx context.Context) error {
-			return l.o.Run(ctx, scripts.RWLeave, []string{l.wq}, l.o.Token, l.o.Keys.Channel).Err()
+			return l.h.Run(ctx, scripts.RWLeave, []string{l.wq}, l.h.Token, l.h.Keys.Channel).Err()
 		},
 	})
 }
@@ -165,10 +150,10 @@ func (l *RWMutex) Lock(ctx context.Context) error {
 // registers as a waiting writer, so it does not hold readers back. A handle
 // that holds only read holds gets an error matching relock.ErrUpgrade.
 func (l *RWMutex) TryLock(ctx context.Context) (bool, error) {
-	if err := l.o.Check(); err != nil {
+	if err := l.h.Check(); err != nil {
 		return false, l.errorf("trylock", err)
 	}
-	ok, _, err := l.attempt(write, false)(ctx)
+	ok, _, err := l.h.Acquirer("trylock", core.Write, 1, false)(ctx)
 	return ok, err
 }
 
@@ -177,7 +162,7 @@ func (l *RWMutex) TryLock(ctx context.Context) (bool, error) {
 // Without a write hold it returns an error matching relock.ErrNotHeld and
 // changes nothing. If the reply is lost (a network error), calling Unlock
 // again is safe: it repeats the same request.
-func (l *RWMutex) Unlock(ctx context.Context) error { return l.release(ctx, write) }
+func (l *RWMutex) Unlock(ctx context.Context) error { return l.h.Release(ctx, "unlock", core.Write, 1) }
 
 // ReadHoldCount returns how many read holds this handle has according to
 // Redis: N after N read locks not yet unlocked, 0 for any other handle and
@@ -201,30 +186,19 @@ func (l *RWMutex) WriteHoldCount(ctx context.Context) (int, error) {
 // that end by unlocking are not lost, and their channel stays open. Before
 // the first successful acquire it returns nil.
 func (l *RWMutex) Lost() <-chan struct{} {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.last == nil {
-		return nil
-	}
-	return l.last.Lost()
+	return l.h.Lost()
 }
 
 // Fence returns the fencing token of the current write hold (the same for
 // every re-entry; see relock.WithFencing), or 0 when the handle does not
 // hold the write lock or fencing is off. Read holds get no token.
 func (l *RWMutex) Fence() int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.syncLostLocked()
-	if l.w == 0 {
-		return 0
-	}
-	return l.fence
+	return l.h.Fence(core.Write)
 }
 
 // Name returns the lock's name.
-func (l *RWMutex) Name() string { return l.o.Name }
+func (l *RWMutex) Name() string { return l.h.Name }
 
 func (l *RWMutex) errorf(op string, err error) error {
-	return fmt.Errorf("rwlock: %s %q: %w", op, l.o.Name, err)
+	return fmt.Errorf("rwlock: %s %q: %w", op, l.h.Name, err)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock"
+	"github.com/relock-go/relock/internal/locktest"
 	"github.com/relock-go/relock/internal/redistest"
 	"github.com/relock-go/relock/mutex"
 	"github.com/relock-go/relock/reentrant"
@@ -1047,5 +1048,23 @@ func TestLostUnlockReplyThenLock(t *testing.T) {
 		require.NoError(t, l.RUnlock(ctx))
 		require.NoError(t, l.RUnlock(ctx))
 		assert.ErrorIs(t, l.RUnlock(ctx), relock.ErrNotHeld)
+	})
+}
+
+func TestLostHoldRefusesLock(t *testing.T) {
+	newSide := func(read bool) func(c *relock.Client, name string, opts ...relock.LockOption) locktest.Handle {
+		return func(c *relock.Client, name string, opts ...relock.LockOption) locktest.Handle {
+			l := rwlock.New(c, name, opts...)
+			if read {
+				return locktest.Side{LockFunc: l.RLock, TryLockFunc: l.TryRLock, UnlockFunc: l.RUnlock, LostFunc: l.Lost}
+			}
+			return l
+		}
+	}
+	t.Run("read", func(t *testing.T) {
+		locktest.LostHoldRefusesLock(t, locktest.Kind{New: newSide(true), Key: lockKey, Reentrant: true})
+	})
+	t.Run("write", func(t *testing.T) {
+		locktest.LostHoldRefusesLock(t, locktest.Kind{New: newSide(false), Key: lockKey, Reentrant: true})
 	})
 }

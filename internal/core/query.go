@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -66,6 +67,8 @@ func (o *Owner) ForceUnlock(ctx context.Context) (bool, error) {
 	return n == 1, nil
 }
 
+// errorf wraps err with the lock's kind, the operation and the lock's name:
+// `mutex: lock "orders:42": ...`.
 func (o *Owner) errorf(op string, err error) error {
-	return errorf(o.Kind, op, o.Name, err)
+	return fmt.Errorf("%s: %s %q: %w", o.Kind, op, o.Name, err)
 }

@@ -1,0 +1,357 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/relock-go/relock/internal/lockerr"
+	"github.com/relock-go/relock/internal/watchdog"
+)
+
+// Class is a kind of unit a handle holds: the exclusive locks use one
+// class (Units), the read/write lock two (Read and Write).
+type Class int
+
+// Classes of units.
+const (
+	Units Class = 0 // the one class of exclusive locks
+	Read  Class = 0 // read holds of a read/write lock
+	Write Class = 1 // write holds of a read/write lock
+)
+
+// classes is the number of classes a Holder tracks.
+const classes = 2
+
+// Counts are a handle's units, per class.
+type Counts [classes]int
+
+// Zero reports whether no unit of any class is counted.
+func (c Counts) Zero() bool { return c == Counts{} }
+
+// Request is one acquire or release, as a Protocol sends it to Redis.
+type Request struct {
+	ID    string // request id, unique per owner (for the idempotency record)
+	Class Class  // the class of units asked for or given back
+	N     int    // how many units
+	Held  Counts // the handle's units before the request
+	Block bool   // acquire: the caller waits if refused (may queue)
+	First bool   // acquire: the first attempt of its acquire call
+}
+
+// Left is what the handle keeps after release r.
+func (r *Request) Left() Counts {
+	left := r.Held
+	left[r.Class] -= r.N
+	return left
+}
+
+// Final reports whether release r gives back the handle's last unit.
+func (r *Request) Final() bool { return r.Left().Zero() }
+
+// Protocol is what a lock type sends to Redis for one handle: its scripts
+// and their arguments. Replies follow one convention across lock types.
+type Protocol interface {
+	// Refuse returns why acquire r must be refused without asking Redis
+	// (lockerr.AlreadyHeld on a held mutex, lockerr.Upgrade), or nil.
+	Refuse(r *Request) error
+	// Acquire makes one acquire attempt. Its reply is {1, fence} when
+	// granted (fence 0 without a fencing token), {0, ms} when refused
+	// (retry within ms; <= 0: unknown), or {0, code} with code
+	// ReplyAborted, ReplyLostHold or ReplyUpgrade.
+	Acquire(ctx context.Context, r *Request) ([]int64, error)
+	// Release gives back r.N units of r.Class: 1 when released (now or
+	// by an earlier run of the same request), 0 when the owner holds no
+	// such unit at Redis (nothing changed).
+	Release(ctx context.Context, r *Request) (int64, error)
+	// Abort undoes acquire r, whose outcome is unknown or whose grant came
+	// after its caller gave up, and withdraws the owner from any queue.
+	Abort(ctx context.Context, r *Request) error
+}
+
+// Refusal codes in the second element of an acquire reply.
+const (
+	ReplyAborted  = -3 // the request was aborted by its sender
+	ReplyLostHold = -4 // re-entry refused: the owner's earlier holds are gone
+	ReplyUpgrade  = -5 // write refused: the owner holds only reads
+)
+
+// Holder is the hold state machine of one handle, whatever its lock type:
+// how many units of each class the handle holds by its own count, the
+// watchdog hold that keeps them alive, a release whose outcome is unknown,
+// and what happened when the holds were lost. Every acquire or release is
+// one Protocol call made under the handle's mutex (never held while
+// waiting). Its methods are safe for concurrent use.
+//
+// After a loss the handle's counts stay as they were: they are the unlocks
+// the caller still owes. Until it has paid them (each owed unlock returns
+// an error matching lockerr.NotHeld, with the cause), every acquire is
+// refused with lockerr.NotHeld, so a nested Lock inside a critical section
+// whose hold is gone can never start a fresh hold unnoticed.
+type Holder struct {
+	Owner
+	proto     Protocol
+	watchKind string
+
+	mu      sync.Mutex
+	held    Counts
+	fence   [classes]int64 // fencing token of the hold of each class
+	hold    *watchdog.Hold // while the handle holds anything not lost
+	last    *watchdog.Hold // the most recent hold, for Lost and LostErr
+	lost    error          // why the counted holds were lost; nil when not
+	pending *Request       // a release whose outcome is unknown
+}
+
+// NewHolder returns the state machine of a handle of owner o, speaking p.
+// watchKind is how the watchdog renews its holds (watchdog.KindString...).
+func NewHolder(o Owner, p Protocol, watchKind string) *Holder {
+	return &Holder{Owner: o, proto: p, watchKind: watchKind}
+}
+
+// Acquirer returns one blocking or one-shot acquire of n units of class,
+// for Engine.Wait (op names the call in errors).
+func (h *Holder) Acquirer(op string, class Class, n int, block bool) Attempt {
+	first := true
+	return func(ctx context.Context) (bool, time.Duration, error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.syncLostLocked()
+		if err := h.settleLocked(ctx); err != nil {
+			return false, 0, err
+		}
+		if h.lost != nil {
+			return false, 0, h.errorf(op, fmt.Errorf("%w; unlock it before locking again", h.lost))
+		}
+		r := &Request{Class: class, N: n, Held: h.held, Block: block, First: first}
+		first = false
+		if err := h.proto.Refuse(r); err != nil {
+			return false, 0, h.errorf(op, err)
+		}
+		if err := lockerr.CtxGaveUp(ctx); err != nil {
+			return false, 0, err
+		}
+		r.ID = h.NextRequest()
+		start := time.Now()
+		res, err := h.proto.Acquire(ctx, r)
+		if err == nil && len(res) != 2 {
+			err = fmt.Errorf("unexpected reply %v", res)
+		}
+		if err != nil {
+			if !IsRedisError(err) {
+				h.abortLocked(ctx, r)
+			}
+			if gerr := lockerr.CtxGaveUp(ctx); gerr != nil {
+				return false, 0, gerr
+			}
+			return false, 0, h.errorf(op, err)
+		}
+		if res[0] == 1 {
+			gerr := lockerr.CtxGaveUp(ctx)
+			if gerr == nil && errors.Is(h.E.Usable(), lockerr.Closed) {
+				gerr = lockerr.GaveUp(lockerr.Closed)
+			}
+			if gerr != nil {
+				// Granted after the caller's ctx ended (go-redis does not
+				// interrupt a command on ctx end unless told to) or the
+				// client closed: give it back, as x/sync's semaphore does.
+				h.abortLocked(ctx, r)
+				return false, 0, gerr
+			}
+			h.grantedLocked(r, start, res[1])
+			return true, 0, nil
+		}
+		switch res[1] {
+		case ReplyAborted:
+			return false, 0, h.errorf(op, fmt.Errorf("request %s was aborted", r.ID))
+		case ReplyLostHold:
+			cause := fmt.Errorf("%w: re-entry refused: this handle's earlier hold is gone (lease lost)", lockerr.NotHeld)
+			h.loseLocked(cause)
+			return false, 0, h.errorf(op, cause)
+		case ReplyUpgrade:
+			return false, 0, h.errorf(op, fmt.Errorf("%w: this handle holds read holds only", lockerr.Upgrade))
+		}
+		return false, time.Duration(res[1]) * time.Millisecond, nil
+	}
+}
+
+func (h *Holder) grantedLocked(r *Request, start time.Time, fence int64) {
+	if h.held.Zero() {
+		h.hold = watchdog.NewHold(h.Keys.Lock, h.watchKind, h.Token)
+		h.last = h.hold
+	}
+	if h.held[r.Class] == 0 {
+		h.fence[r.Class] = fence
+	}
+	h.held[r.Class] += r.N
+	// A grant (new or re-entered) set the lease to its full length.
+	h.E.WD.Add(h.hold, start, h.Lease(), h.Watched())
+}
+
+// abortLocked undoes acquire r, whose outcome is unknown, so that a hold
+// obtained after the caller gave up does not stay behind. If the abort
+// fails too, what it could not undo is not watched and expires within one
+// lease.
+func (h *Holder) abortLocked(ctx context.Context, r *Request) {
+	cctx, cancel := Cleanup(ctx)
+	defer cancel()
+	_ = h.proto.Abort(cctx, r)
+}
+
+// syncLostLocked takes note of a loss that the watchdog has declared.
+func (h *Holder) syncLostLocked() {
+	if h.hold == nil {
+		return
+	}
+	if err := h.E.WD.Err(h.hold); err != nil {
+		h.markLostLocked(err)
+	}
+}
+
+// loseLocked declares the current holds lost because of cause, learned
+// from Redis by this handle.
+func (h *Holder) loseLocked(cause error) {
+	if h.hold != nil {
+		h.E.WD.Lose(h.hold, cause)
+	}
+	h.markLostLocked(cause)
+}
+
+// markLostLocked forgets the lost watchdog hold and keeps the counts as
+// unlocks owed.
+func (h *Holder) markLostLocked(cause error) {
+	h.hold, h.pending = nil, nil
+	if h.held.Zero() {
+		h.lost = nil
+		return
+	}
+	h.lost = cause
+}
+
+// settleLocked resends a release whose outcome is unknown, with its
+// request id, before the handle sends anything else: the record that makes
+// the resend idempotent only remembers the handle's latest request.
+func (h *Holder) settleLocked(ctx context.Context) error {
+	if h.pending == nil {
+		return nil
+	}
+	if err := h.releaseLocked(ctx, "unlock", h.pending.Class, h.pending.N); err != nil && !errors.Is(err, lockerr.NotHeld) {
+		return err
+	}
+	return nil
+}
+
+// Release gives back n units of class (op names the call in errors).
+// Without them it returns an error matching lockerr.NotHeld and changes
+// nothing. A release whose reply was lost is resent, with the same request
+// id, by the handle's next call: it is applied once.
+func (h *Holder) Release(ctx context.Context, op string, class Class, n int) error {
+	// A closed client still lets an unlock report the loss of its holds.
+	if err := h.Check(); err != nil && !errors.Is(err, lockerr.Closed) {
+		return h.errorf(op, err)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.syncLostLocked()
+	if p := h.pending; p != nil && (p.Class != class || p.N != n) {
+		if err := h.settleLocked(ctx); err != nil {
+			return err
+		}
+	}
+	return h.releaseLocked(ctx, op, class, n)
+}
+
+func (h *Holder) releaseLocked(ctx context.Context, op string, class Class, n int) error {
+	if h.held[class] < n {
+		return h.errorf(op, lockerr.NotHeld)
+	}
+	if h.lost != nil {
+		// An owed unlock of a lost hold: nothing to send.
+		err := h.lost
+		h.held[class] -= n
+		if h.held.Zero() {
+			h.lost = nil
+		}
+		return h.errorf(op, err)
+	}
+	r := h.pending
+	if r == nil {
+		r = &Request{ID: h.NextRequest(), Class: class, N: n, Held: h.held}
+	}
+	final := r.Final()
+	if final {
+		// Stop renewing before the release is sent, so no renewal can
+		// follow a completed unlock.
+		h.E.WD.Remove(h.hold)
+	}
+	start := time.Now()
+	res, err := h.proto.Release(ctx, r)
+	if err != nil {
+		if !IsRedisError(err) {
+			// Unknown outcome: the next call resends the same request,
+			// which the script answers as it answered the first.
+			h.pending = r
+		}
+		if final {
+			// Still held as far as the handle knows: keep it watched (a
+			// renewal will find out if the release did happen).
+			h.E.WD.Restore(h.hold)
+		}
+		return h.errorf(op, err)
+	}
+	h.pending = nil
+	if res == 0 {
+		cause := fmt.Errorf("%w: lock gone, expired or taken by another owner", lockerr.NotHeld)
+		h.loseLocked(cause)
+		// This unlock is one of those owed.
+		return h.releaseLocked(ctx, op, class, n)
+	}
+	h.held = r.Left()
+	hold := h.hold
+	if !final {
+		// The handle keeps holds, whose lease the release restarted.
+		h.E.WD.Add(hold, start, h.Lease(), h.Watched())
+		return nil
+	}
+	h.hold = nil
+	if err := h.E.WD.Err(hold); err != nil {
+		return h.errorf(op, fmt.Errorf("released after the hold was lost: %w", err))
+	}
+	return nil
+}
+
+// Held returns the units of class the handle holds as far as it knows
+// (0 once its holds are known to be lost).
+func (h *Holder) Held(class Class) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.syncLostLocked()
+	if h.lost != nil {
+		return 0
+	}
+	return h.held[class]
+}
+
+// Lost returns a channel closed when the handle's current holds are lost;
+// nil before its first grant.
+func (h *Holder) Lost() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.last == nil {
+		return nil
+	}
+	return h.last.Lost()
+}
+
+// Fence returns the fencing token of the hold of class, or 0 when the
+// handle holds none (or lost it) or fencing is off.
+func (h *Holder) Fence(class Class) int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.syncLostLocked()
+	if h.lost != nil || h.held[class] == 0 {
+		return 0
+	}
+	return h.fence[class]
+}

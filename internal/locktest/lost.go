@@ -1,0 +1,93 @@
+package locktest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock"
+	"github.com/relock-go/relock/internal/redistest"
+)
+
+// LostHoldRefusesLock checks the rule for a handle whose hold was lost
+// (here: its key deleted by an operator): until the caller has unlocked as
+// many times as it locked, every Lock and TryLock of the handle fails with
+// ErrNotHeld and takes nothing (a nested Lock must never start a fresh
+// hold under an outer critical section that is no longer protected); each
+// of those unlocks reports ErrNotHeld; after them, Lock starts a new hold.
+//
+// It runs twice: once after the watchdog has reported the loss (Lost has
+// fired), and, for reentrant kinds, once before it (the re-entry itself
+// finds the hold gone).
+func LostHoldRefusesLock(t *testing.T, k Kind) {
+	t.Run("after-lost", func(t *testing.T) {
+		redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+			c, rdb := redistest.NewClient(t, s, relock.WithWatchdogTimeout(150*time.Millisecond))
+			name := redistest.Name(t)
+			h := k.New(c, name)
+			depth := lockDepth(t, k, h)
+			require.NoError(t, rdb.Del(context.Background(), k.Key(name)).Err())
+			select {
+			case <-h.Lost():
+			case <-time.After(2 * time.Second):
+				t.Fatal("Lost did not fire after the lock was deleted")
+			}
+			checkOwed(t, s, k, h, name, depth)
+		})
+	})
+	if !k.Reentrant {
+		return
+	}
+	t.Run("before-lost", func(t *testing.T) {
+		redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+			ctx := context.Background()
+			c, rdb := redistest.NewClient(t, s) // 30 s: the watchdog has not noticed
+			name := redistest.Name(t)
+			h := k.New(c, name)
+			depth := lockDepth(t, k, h)
+			require.NoError(t, rdb.Del(ctx, k.Key(name)).Err())
+			assert.ErrorIs(t, h.Lock(ctx), relock.ErrNotHeld, "re-entry on a deleted lock")
+			select {
+			case <-h.Lost():
+			default:
+				t.Error("a refused re-entry did not fire Lost")
+			}
+			checkOwed(t, s, k, h, name, depth)
+		})
+	})
+}
+
+// lockDepth locks h once, or twice for a reentrant kind, and returns how
+// many times.
+func lockDepth(t *testing.T, k Kind, h Handle) int {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, h.Lock(ctx))
+	if !k.Reentrant {
+		return 1
+	}
+	require.NoError(t, h.Lock(ctx))
+	return 2
+}
+
+func checkOwed(t *testing.T, s *redistest.Server, k Kind, h Handle, name string, depth int) {
+	t.Helper()
+	ctx := context.Background()
+	for i := 0; i < depth; i++ {
+		assert.ErrorIs(t, h.Lock(ctx), relock.ErrNotHeld, "Lock with %d unlocks owed", depth-i)
+		ok, err := h.TryLock(ctx)
+		assert.ErrorIs(t, err, relock.ErrNotHeld, "TryLock with %d unlocks owed", depth-i)
+		assert.False(t, ok)
+		assert.Empty(t, s.Keys(t, k.Key(name)), "a lock refused after a loss took the lock")
+		assert.ErrorIs(t, h.Unlock(ctx), relock.ErrNotHeld, "owed unlock %d of %d", i+1, depth)
+	}
+	assert.ErrorIs(t, h.Unlock(ctx), relock.ErrNotHeld, "one unlock more than locked")
+
+	// Paid: the handle starts a new, working hold.
+	require.NoError(t, h.Lock(ctx), "Lock after the owed unlocks")
+	assert.NotEmpty(t, s.Keys(t, k.Key(name)), "the new hold is not at Redis")
+	require.NoError(t, h.Unlock(ctx))
+}

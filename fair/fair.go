@@ -92,7 +92,9 @@ func New(c *relock.Client, name string, opts ...relock.LockOption) *Lock {
 // Lock acquires the lock (or re-enters it if this handle holds it),
 // joining the queue and waiting for its turn until ctx ends. On ctx end it
 // returns an error matching both relock.ErrNotObtained and ctx.Err(), and
-// the handle has left the queue.
+// the handle has left the queue. Like package reentrant's Lock, it refuses
+// a re-entry on a lost hold, and every acquire until the lost holds have
+// been unlocked, with relock.ErrNotHeld.
 func (l *Lock) Lock(ctx context.Context) error { return l.x.Lock(ctx) }
 
 // TryLock makes one attempt without joining the queue: (true, nil) if it

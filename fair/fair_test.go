@@ -17,6 +17,7 @@ import (
 
 	"github.com/relock-go/relock"
 	"github.com/relock-go/relock/fair"
+	"github.com/relock-go/relock/internal/locktest"
 	"github.com/relock-go/relock/internal/redistest"
 )
 
@@ -430,4 +431,69 @@ func TestBadInput(t *testing.T) {
 	assert.ErrorIs(t, fair.New(c, "}").Lock(ctx), relock.ErrInvalidName)
 	_, err := fair.New(nil, "x").TryLock(ctx)
 	assert.ErrorIs(t, err, relock.ErrNilClient)
+}
+
+func TestLostHoldRefusesLock(t *testing.T) {
+	locktest.LostHoldRefusesLock(t, locktest.Kind{
+		New: func(c *relock.Client, name string, opts ...relock.LockOption) locktest.Handle {
+			return fair.New(c, name, opts...)
+		},
+		Key:       base,
+		Reentrant: true,
+	})
+}
+
+// TestMixedHeartbeats: a waiter with a short heartbeat leaves; the queue
+// must still live as long as the longest heartbeat of the waiters in it,
+// so an earlier waiter with a long heartbeat keeps its place.
+func TestMixedHeartbeats(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		c := newClient(t, s)
+		name := redistest.Name(t)
+		holder := fair.New(c, name)
+		require.NoError(t, holder.Lock(ctx))
+
+		first := fair.New(c, name, relock.WithHeartbeat(5*time.Second)) // refreshes every second
+		firstDone := make(chan struct{})
+		go func() {
+			if err := first.Lock(ctx); err != nil {
+				t.Error(err)
+			}
+			close(firstDone)
+		}()
+		waitQueued(t, s, name, 1)
+
+		short := fair.New(c, name, relock.WithHeartbeat(100*time.Millisecond))
+		sctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		assert.ErrorIs(t, short.Lock(sctx), relock.ErrNotObtained)
+		time.Sleep(300 * time.Millisecond) // > the short heartbeat, < first's refresh
+		assert.Len(t, queue(t, s, name), 1, "the first waiter lost its place")
+
+		late := fair.New(c, name)
+		lateDone := make(chan struct{})
+		go func() {
+			if err := late.Lock(ctx); err != nil {
+				t.Error(err)
+			}
+			close(lateDone)
+		}()
+		waitQueued(t, s, name, 2)
+		require.NoError(t, holder.Unlock(ctx))
+		select {
+		case <-firstDone:
+			require.NoError(t, first.Unlock(ctx))
+			<-lateDone
+			require.NoError(t, late.Unlock(ctx))
+		case <-lateDone:
+			t.Error("a later arrival was served before an earlier waiter")
+			require.NoError(t, late.Unlock(ctx))
+			<-firstDone
+			require.NoError(t, first.Unlock(ctx))
+		case <-time.After(5 * time.Second):
+			t.Fatal("nobody was served after the release")
+		}
+		assertNothingLeft(t, s, name)
+	})
 }

@@ -67,8 +67,10 @@ if ARGV[7] == '1' then
     redis.call('RPUSH', qk, tok)
   end
   redis.call('ZADD', zk, now + hb, tok)
-  redis.call('PEXPIRE', qk, hb)
-  redis.call('PEXPIRE', zk, hb)
+  -- Waiters may have different heartbeats: extend the queue's life to
+  -- this waiter's deadline, never shorten it below another's.
+  extend(qk, hb)
+  extend(zk, hb)
 end
 local pttl = redis.call('PTTL', lk)
 if pttl < 0 then

@@ -37,3 +37,10 @@ local function leave_queue(lk, qk, zk, tok, prefix)
     wake_head(qk, zk, prefix)
   end
 end
+
+-- extend makes key live at least ms more (PTTL is negative without a TTL).
+local function extend(key, ms)
+  if redis.call('PTTL', key) < ms then
+    redis.call('PEXPIRE', key, ms)
+  end
+end

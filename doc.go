@@ -5,8 +5,9 @@
 //
 // This package holds what they share: the Client, the options and the
 // errors. A Client wraps a go-redis client and owns one watchdog goroutine,
-// which renews every held lock in batches, and one pub/sub connection,
-// which pushes release notifications to every waiter. Make one Client per
+// which renews every held lock in batches, and one pub/sub connection (one
+// per shard on a go-redis Ring), which pushes release notifications to
+// every waiter. Make one Client per
 // Redis deployment, make lock handles from it with each lock package's New,
 // and Close it when done.
 //
@@ -41,6 +42,21 @@
 // holds; no lock service can prevent that by itself. When correctness
 // matters beyond these conditions, use WithFencing and have the protected
 // resource reject stale tokens.
+//
+// # When a hold is lost
+//
+// A hold is lost when its lease runs out, its key is deleted or taken by
+// another owner, no renewal is confirmed before the local deadline, or the
+// Client is closed. The handle's Lost channel fires as soon as the watchdog
+// or a call of the handle learns of it. The holds the caller took still
+// count, as unlocks it owes: each of those Unlock calls (RUnlock for read
+// holds) returns an error matching ErrNotHeld that says why the hold was
+// lost, and until the last of them every Lock or TryLock (RLock,
+// TryRLock) of the handle fails at once with ErrNotHeld, without asking
+// Redis. So a nested Lock inside a critical section whose hold is gone
+// never starts a fresh hold unnoticed. Once the caller has unlocked as
+// many times as it locked (as a deferred Unlock does), the handle is
+// usable again: its next Lock starts a new hold.
 //
 // # Names and keys
 //

@@ -17,7 +17,8 @@ import (
 )
 
 // Engine is what a relock.Client owns: one Redis client, one watchdog
-// goroutine and one wake-up subscription, shared by every lock made from it.
+// goroutine and one wake-up hub (a pub/sub connection per shard), shared by
+// every lock made from it.
 type Engine struct {
 	RDB redis.UniversalClient
 	WD  *watchdog.Watchdog
@@ -67,9 +68,9 @@ func NewEngine(rdb redis.UniversalClient, cfg Config, cfgErr error) *Engine {
 	return e
 }
 
-// Close stops the watchdog and the subscription and waits for both. Holds
-// still held are declared lost; blocked acquires return an error matching
-// lockerr.Closed and lockerr.NotObtained.
+// Close stops the watchdog and the hub (see Watchdog.Close and Hub.Close
+// for how long each waits). Holds still held are declared lost; blocked
+// acquires return an error matching lockerr.Closed and lockerr.NotObtained.
 func (e *Engine) Close() error {
 	var err error
 	e.closeOnce.Do(func() {

@@ -55,6 +55,10 @@ func (e *Engine) Wait(ctx context.Context, spec WaitSpec) error {
 	if ok {
 		return nil
 	}
+	// Without a subscription (the hub could not open its connection, e.g.
+	// a Ring shard is down) the waiter still waits, on its timer alone: a
+	// nil channel never fires.
+	var wake <-chan struct{}
 	sub, err := e.Hub.Subscribe(ctx, spec.Channel)
 	if err != nil {
 		if gerr := lockerr.CtxGaveUp(ctx); gerr != nil {
@@ -63,9 +67,10 @@ func (e *Engine) Wait(ctx context.Context, spec WaitSpec) error {
 		if uerr := e.Usable(); uerr != nil {
 			return giveUp(lockerr.GaveUp(uerr))
 		}
-		return giveUp(err)
+	} else {
+		defer sub.Close()
+		wake = sub.C
 	}
-	defer sub.Close()
 
 	capWait := MaxWait
 	if spec.MaxWait > 0 {
@@ -86,7 +91,7 @@ func (e *Engine) Wait(ctx context.Context, spec WaitSpec) error {
 		}
 		timer.Reset(waitFor(ttl, capWait))
 		select {
-		case <-sub.C:
+		case <-wake:
 			if !timer.Stop() {
 				<-timer.C
 			}

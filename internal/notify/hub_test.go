@@ -3,9 +3,11 @@ package notify_test
 import (
 	"context"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -92,6 +94,114 @@ func TestResubscribeAfterLastLeft(t *testing.T) {
 			require.NoError(t, rdb.Publish(ctx, ch, notify.WakeOne).Err())
 			require.True(t, woken(sub), "round %d: wake-up after resubscribing not delivered", i)
 			sub.Close()
+		}
+	})
+}
+
+// gated is a Redis client whose Subscribe, while refusing, waits for gate
+// and then panics as go-redis's Ring's does with no shard up.
+type gated struct {
+	redis.UniversalClient
+	refuse  *atomic.Bool
+	entered chan struct{}
+	gate    chan struct{}
+	dead    *redis.Ring
+}
+
+func (g gated) Subscribe(ctx context.Context, channels ...string) *redis.PubSub {
+	if !g.refuse.Load() {
+		return g.UniversalClient.Subscribe(ctx, channels...)
+	}
+	select {
+	case g.entered <- struct{}{}:
+	default:
+	}
+	<-g.gate
+	return g.dead.Subscribe(ctx, channels...)
+}
+
+// TestSubscribeRefused: a connection that go-redis refuses to open (with a
+// panic) makes Subscribe fail, for the waiter that opened it and for one
+// queued behind it, without a panic, a hang or a leak. A waiter that shared
+// the channel keeps a Sub without a connection, and the next connection
+// subscribes its channel again.
+func TestSubscribeRefused(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		redistest.CheckGoroutines(t)
+		ctx := context.Background()
+		rdb := s.Client(t)
+		g := gated{UniversalClient: rdb, refuse: &atomic.Bool{}, entered: make(chan struct{}, 1),
+			gate: make(chan struct{}), dead: deadRing(t)}
+		g.refuse.Store(true)
+		h := notify.New(g)
+		t.Cleanup(func() { _ = h.Close() })
+		base := "relock:test:{" + redistest.Name(t) + "}"
+		x, y, z := base+".x", base+".y", base+".z"
+
+		type result struct {
+			sub *notify.Sub
+			err error
+		}
+		subscribe := func(ch string) chan result {
+			out := make(chan result, 1)
+			go func() {
+				sub, err := h.Subscribe(ctx, ch)
+				out <- result{sub, err}
+			}()
+			return out
+		}
+		opener := subscribe(x)
+		<-g.entered                       // opening the connection
+		sharer := subscribe(x)            // shares x: waits for its confirmation
+		queued := subscribe(y)            // a new channel: waits to send on the connection
+		time.Sleep(50 * time.Millisecond) // let both register (if late, they fail too)
+		close(g.gate)
+
+		for what, c := range map[string]chan result{"opener": opener, "queued": queued} {
+			select {
+			case r := <-c:
+				assert.Error(t, r.err, what)
+				assert.Nil(t, r.sub, what)
+			case <-time.After(2 * time.Second):
+				t.Fatalf("%s: Subscribe hung on a refused connection", what)
+			}
+		}
+		var orphan *notify.Sub
+		select {
+		case r := <-sharer:
+			orphan = r.sub
+		case <-time.After(2 * time.Second):
+			t.Fatal("sharer: Subscribe hung on a refused connection")
+		}
+		if orphan == nil {
+			t.Log("the sharer registered late and failed like the opener")
+			assert.Equal(t, 0, h.Channels())
+		} else {
+			assert.Equal(t, 1, h.Channels())
+		}
+
+		// Accepted again: the next connection carries the orphaned channel too.
+		g.refuse.Store(false)
+		sz, err := h.Subscribe(ctx, z)
+		require.NoError(t, err)
+		require.NoError(t, rdb.Publish(ctx, z, notify.WakeOne).Err())
+		assert.True(t, woken(sz))
+		sz.Close()
+		if orphan != nil {
+			require.NoError(t, rdb.Publish(ctx, x, notify.WakeOne).Err())
+			assert.True(t, woken(orphan), "the orphaned channel was not subscribed again")
+			orphan.Close()
+			orphan.Close() // twice: does nothing
+		}
+		assert.Equal(t, 0, h.Channels())
+
+		done := make(chan error, 1)
+		go func() { done <- h.Close() }()
+		select {
+		case err := <-done:
+			assert.NoError(t, err)
+		case <-time.After(time.Second):
+			t.Fatal("Close did not return")
 		}
 	})
 }

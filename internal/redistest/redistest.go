@@ -15,12 +15,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -113,10 +110,7 @@ func Real(t testing.TB) *Server {
 	t.Helper()
 	realOnce.Do(func() { real, realErr = start() })
 	if realErr != nil {
-		if os.Getenv("RELOCK_REQUIRE_REDIS") == "1" {
-			t.Fatalf("real redis-server required (RELOCK_REQUIRE_REDIS=1): %v", realErr)
-		}
-		t.Skipf("skipping real-Redis case: %v (install redis-server, or set RELOCK_REQUIRE_REDIS=1 to fail instead)", realErr)
+		unavailable(t, realErr)
 	}
 	return real
 }
@@ -136,38 +130,17 @@ func Main(m *testing.M) int {
 }
 
 func start() (*Server, error) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		return nil, fmt.Errorf("redis-server not found on PATH")
-	}
 	dir, err := os.MkdirTemp("", "relock-redis-")
 	if err != nil {
 		return nil, err
 	}
 	realDir = dir
-	var lastErr error
-	for try := 0; try < 5; try++ {
-		port, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		cmd := exec.Command(bin,
-			"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-			"--save", "", "--appendonly", "no",
-			"--enable-debug-command", "local",
-			"--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
-		if err := cmd.Start(); err != nil {
-			return nil, err
-		}
-		addr := "127.0.0.1:" + strconv.Itoa(port)
-		if lastErr = waitReady(addr, cmd); lastErr == nil {
-			realCmd = cmd
-			return &Server{Addr: addr}, nil
-		}
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+	cmd, addr, err := launch(dir)
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("redis-server did not start: %v (log: %s)", lastErr, tail(filepath.Join(dir, "redis.log")))
+	realCmd = cmd
+	return &Server{Addr: addr}, nil
 }
 
 func freePort() (int, error) {

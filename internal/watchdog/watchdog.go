@@ -79,14 +79,29 @@ type Watchdog struct {
 	holds  map[*Hold]struct{}
 	closed bool
 
+	// ctx is cancelled by Close, so that a round in flight sends no more
+	// retries (go-redis honours a context between attempts, and within
+	// one only with ContextTimeoutEnabled).
+	ctx    context.Context
+	cancel context.CancelFunc
+
 	kick chan struct{}
 	stop chan struct{}
 	done chan struct{}
 }
 
+// closeGrace is how long Close waits for a renewal round in flight. A round
+// stuck on an unresponsive server returns by itself within go-redis's read
+// timeout; Close does not wait that long, since every hold is already
+// declared lost and nothing the round learns can revive one.
+const closeGrace = 100 * time.Millisecond
+
 // New starts a watchdog that renews holds to lease every lease/3.
 func New(rdb redis.UniversalClient, lease time.Duration) *Watchdog {
+	ctx, cancel := context.WithCancel(context.Background())
 	w := &Watchdog{
+		ctx:     ctx,
+		cancel:  cancel,
 		rdb:     rdb,
 		shardOf: shardKey(rdb),
 		lease:   lease,
@@ -186,22 +201,29 @@ func (w *Watchdog) Len() int {
 	return len(w.holds)
 }
 
-// Close stops the watchdog goroutine and waits for it. Holds still watched
-// are declared lost (their locks will expire within one lease).
+// Close stops the watchdog goroutine. Holds still watched are declared
+// lost before Close returns; their locks expire within one lease of their
+// last renewal. Close waits for the goroutine for at most closeGrace: a
+// renewal round in flight on an unresponsive server is left to end by
+// itself (within go-redis's read timeout, without retries), and its
+// outcome is ignored (it may still have renewed a lock once).
 func (w *Watchdog) Close() {
 	w.mu.Lock()
-	if w.closed {
-		w.mu.Unlock()
-		<-w.done
-		return
-	}
-	w.closed = true
-	for h := range w.holds {
-		w.loseLocked(h, lockerr.ClosedLoss)
+	if !w.closed {
+		w.closed = true
+		for h := range w.holds {
+			w.loseLocked(h, lockerr.ClosedLoss)
+		}
+		w.cancel()
+		close(w.stop)
 	}
 	w.mu.Unlock()
-	close(w.stop)
-	<-w.done
+	t := time.NewTimer(closeGrace)
+	defer t.Stop()
+	select {
+	case <-w.done:
+	case <-t.C:
+	}
 }
 
 func (w *Watchdog) removeLocked(h *Hold) {
@@ -273,7 +295,7 @@ func (w *Watchdog) round() bool {
 		return true
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), max(w.period, time.Second))
+	ctx, cancel := context.WithTimeout(w.ctx, max(w.period, time.Second))
 	defer cancel()
 	batches := group(due, w.shardOf)
 	cmds := make([]*redis.Cmd, len(batches))

@@ -225,3 +225,72 @@ func TestRing(t *testing.T) {
 		require.NoError(t, m.Unlock(ctx), "lock %d lost on a Ring", i)
 	}
 }
+
+// TestCloseDuringRound: Close does not wait for a renewal round stuck on a
+// server that does not answer (paused with CLIENT PAUSE WRITE, which holds
+// the renewal script): it declares the hold lost and returns within a short
+// grace. The round ends by itself when the server answers, the goroutine
+// then exits, and the renewal that the round did apply revives nothing.
+func TestCloseDuringRound(t *testing.T) {
+	redistest.RunReal(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		const lease = 900 * time.Millisecond // renewed every 300 ms
+		admin := s.Client(t)
+		rdb := s.Client(t)
+		counter := &redistest.Counter{}
+		rdb.AddHook(counter)
+		key := "relock:mutex:{" + redistest.Name(t) + "}"
+		require.NoError(t, admin.Set(ctx, key, "token", time.Minute).Err())
+		w := watchdog.New(rdb, lease)
+		t.Cleanup(w.Close)
+		h := watchdog.NewHold(key, watchdog.KindString, "token")
+		w.Add(h, time.Now(), lease, true)
+		// Two rounds: the script is cached and rounds run in step.
+		require.Eventually(t, func() bool { return counter.RoundTrips() >= 2 }, 3*time.Second, time.Millisecond)
+
+		trips := counter.RoundTrips()
+		require.NoError(t, admin.Do(ctx, "CLIENT", "PAUSE", 5000, "WRITE").Err())
+		paused := true
+		unpause := func() {
+			if paused {
+				paused = false
+				require.NoError(t, admin.Do(ctx, "CLIENT", "UNPAUSE").Err())
+			}
+		}
+		t.Cleanup(unpause)
+		require.Eventually(t, func() bool { return counter.RoundTrips() > trips }, 2*time.Second, time.Millisecond,
+			"no renewal round started during the pause")
+		time.Sleep(20 * time.Millisecond) // its script now waits on the paused server
+
+		start := time.Now()
+		w.Close()
+		took := time.Since(start)
+		assert.Less(t, took, 300*time.Millisecond, "Close waited for the stuck round")
+		select {
+		case <-h.Lost():
+		default:
+			t.Fatal("hold not declared lost by Close")
+		}
+		assert.ErrorIs(t, w.Err(h), relock.ErrClosed)
+		select {
+		case <-watchdog.Exited(w):
+			t.Fatal("the goroutine exited before the round could end: the round was not stuck")
+		default:
+		}
+
+		unpause()
+		ended := time.Now()
+		select {
+		case <-watchdog.Exited(w):
+			t.Logf("Close took %v; the goroutine exited %v after the server answered", took, time.Since(ended))
+		case <-time.After(3 * time.Second):
+			t.Fatal("the goroutine did not exit after its round ended")
+		}
+		pttl, err := admin.PTTL(ctx, key).Result()
+		require.NoError(t, err)
+		assert.LessOrEqual(t, pttl, lease, "the stuck renewal did not run: the test proves nothing")
+		assert.ErrorIs(t, w.Err(h), relock.ErrClosed, "the round's outcome changed the lost hold")
+		w.Add(h, time.Now(), lease, true)
+		assert.Zero(t, w.Len(), "a hold is watched after Close")
+	})
+}

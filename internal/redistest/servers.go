@@ -1,0 +1,70 @@
+package redistest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+// StartServer starts a real redis-server of t's own (for a second Ring
+// shard, say) on a free loopback port, with args appended to its command
+// line, and stops it at the end of t. Like Real, it skips t when no
+// redis-server can be had, or fails t with RELOCK_REQUIRE_REDIS=1.
+func StartServer(t testing.TB, args ...string) *Server {
+	t.Helper()
+	cmd, addr, err := launch(t.TempDir(), args...)
+	if err != nil {
+		unavailable(t, err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return &Server{Addr: addr}
+}
+
+// launch starts redis-server from PATH on a free loopback port, with its
+// files in dir, and waits until it answers. Ports are picked then bound by
+// the server, so another process can take one in between: it tries a few.
+func launch(dir string, args ...string) (*exec.Cmd, string, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, "", fmt.Errorf("redis-server not found on PATH")
+	}
+	logfile := filepath.Join(dir, "redis.log")
+	var lastErr error
+	for try := 0; try < 5; try++ {
+		port, err := freePort()
+		if err != nil {
+			return nil, "", err
+		}
+		cmd := exec.Command(bin, append([]string{
+			"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--save", "", "--appendonly", "no",
+			"--enable-debug-command", "local",
+			"--dir", dir, "--logfile", logfile}, args...)...)
+		if err := cmd.Start(); err != nil {
+			return nil, "", err
+		}
+		addr := "127.0.0.1:" + strconv.Itoa(port)
+		if lastErr = waitReady(addr, cmd); lastErr == nil {
+			return cmd, addr, nil
+		}
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}
+	return nil, "", fmt.Errorf("redis-server did not start: %v (log: %s)", lastErr, tail(logfile))
+}
+
+// unavailable skips t, or fails it with RELOCK_REQUIRE_REDIS=1, because no
+// real redis-server could be had.
+func unavailable(t testing.TB, err error) {
+	t.Helper()
+	if os.Getenv("RELOCK_REQUIRE_REDIS") == "1" {
+		t.Fatalf("real redis-server required (RELOCK_REQUIRE_REDIS=1): %v", err)
+	}
+	t.Skipf("skipping real-Redis case: %v (install redis-server, or set RELOCK_REQUIRE_REDIS=1 to fail instead)", err)
+}

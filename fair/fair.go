@@ -47,7 +47,8 @@ import (
 // A Lock is made by New, is safe for concurrent use and must not be
 // copied. Its zero value is not usable.
 type Lock struct {
-	x *core.Exclusive
+	x                       *core.Exclusive
+	queue, timeouts, prefix string
 }
 
 // New returns a handle on the fair lock called name. It never fails: an
@@ -63,7 +64,7 @@ func New(c *relock.Client, name string, opts ...relock.LockOption) *Lock {
 	}
 	queue, timeouts := o.Keys.Sub("queue"), o.Keys.Sub("timeouts")
 	prefix := o.Keys.Sub("w:") // channel prefix; channels are not keys
-	l := &Lock{}
+	l := &Lock{queue: queue, timeouts: timeouts, prefix: prefix}
 	ext := core.Extension{
 		Keys: []string{queue, timeouts},
 		AcquireArgs: func(block bool) []any {
@@ -121,6 +122,26 @@ func (l *Lock) IsLocked(ctx context.Context) (bool, error) { return l.x.IsLocked
 func (l *Lock) RemainingLease(ctx context.Context) (time.Duration, error) {
 	return l.x.RemainingLease(ctx)
 }
+
+// ForceUnlock deletes the lock whatever its owner and wakes the head of
+// its queue, whose next attempt then succeeds at once; it reports whether
+// there was a lock to delete. It is meant for operators (a lock stuck
+// after a bug). The former holder learns it at its watchdog's next renewal
+// (within a third of the watchdog timeout; with a fixed lease, at its
+// local deadline): its Lost channel fires and its Unlock returns an error
+// matching relock.ErrNotHeld.
+func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
+	return l.x.ForceUnlockBy(ctx, scripts.FairForceUnlock, []string{l.x.Keys.Lock, l.queue, l.timeouts}, l.prefix)
+}
+
+// Held reports whether this handle holds the lock now, as far as it
+// knows: true from a successful Lock to the matching final Unlock, unless
+// the hold is known to be lost (see Lost). It asks nothing of Redis.
+func (l *Lock) Held() bool { return l.x.Held(core.Units) > 0 }
+
+// LostErr returns why the handle's most recent hold was lost (see
+// mutex.Mutex.LostErr), or nil if it was not lost.
+func (l *Lock) LostErr() error { return l.x.LostErr() }
 
 // Lost returns a channel closed when the current hold is lost (see
 // mutex.Mutex.Lost). Before the first successful Lock it returns nil.

@@ -30,6 +30,7 @@ package mutex
 
 import (
 	"context"
+	"time"
 
 	"github.com/relock-go/relock"
 	"github.com/relock-go/relock/internal/core"
@@ -87,6 +88,35 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) { return m.x.TryLock(
 // the error says so and calling Unlock again is safe: it repeats the same
 // request, which Redis answers as it did the first time.
 func (m *Mutex) Unlock(ctx context.Context) error { return m.x.Unlock(ctx) }
+
+// Held reports whether this handle holds the mutex now, as far as it knows:
+// true from a successful Lock to its Unlock, unless the hold is known to be
+// lost (see Lost). It asks nothing of Redis.
+func (m *Mutex) Held() bool { return m.x.Held(core.Units) > 0 }
+
+// IsLocked reports whether any handle holds the mutex (one EXISTS).
+func (m *Mutex) IsLocked(ctx context.Context) (bool, error) { return m.x.IsLocked(ctx) }
+
+// RemainingLease returns how long the mutex has before it expires unless
+// renewed (one PTTL), or 0 when nobody holds it.
+func (m *Mutex) RemainingLease(ctx context.Context) (time.Duration, error) {
+	return m.x.RemainingLease(ctx)
+}
+
+// ForceUnlock deletes the mutex whatever its owner and wakes its waiters,
+// whose next attempt then succeeds at once; it reports whether there was a
+// lock to delete. It is meant for operators (a lock stuck after a bug).
+// The former holder learns it at its watchdog's next renewal (within a
+// third of the watchdog timeout; with a fixed lease, at its local
+// deadline): its Lost channel fires and its Unlock returns an error
+// matching relock.ErrNotHeld.
+func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) { return m.x.ForceUnlock(ctx) }
+
+// LostErr returns why the handle's most recent hold was lost (an error
+// matching relock.ErrNotHeld, and relock.ErrClosed when the Client was
+// closed), or nil if it was not lost. Its message tells a lease that ran
+// out from a lock deleted or taken behind the holder's back.
+func (m *Mutex) LostErr() error { return m.x.LostErr() }
 
 // Lost returns a channel that is closed when the current hold is lost: the
 // lease ran out, the key was deleted or taken behind the holder's back, no

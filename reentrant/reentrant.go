@@ -92,11 +92,23 @@ func (l *Lock) RemainingLease(ctx context.Context) (time.Duration, error) {
 	return l.x.RemainingLease(ctx)
 }
 
-// ForceUnlock deletes the lock whatever its owner and wakes every waiter;
-// it reports whether the lock was held. It is meant for operators (a stuck
-// lock after a bug): the former holder is not told until its next renewal
-// or unlock, which then finds the hold lost.
+// ForceUnlock deletes the lock whatever its owner and wakes its waiters,
+// whose next attempt then succeeds at once; it reports whether there was a
+// lock to delete. It is meant for operators (a lock stuck after a bug).
+// The former holder learns it at its watchdog's next renewal (within a
+// third of the watchdog timeout; with a fixed lease, at its local
+// deadline): its Lost channel fires and its Unlock returns an error
+// matching relock.ErrNotHeld.
 func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) { return l.x.ForceUnlock(ctx) }
+
+// Held reports whether this handle holds the lock now, as far as it
+// knows: true from a successful Lock to the matching final Unlock, unless
+// the hold is known to be lost (see Lost). It asks nothing of Redis.
+func (l *Lock) Held() bool { return l.x.Held(core.Units) > 0 }
+
+// LostErr returns why the handle's most recent hold was lost (see
+// mutex.Mutex.LostErr), or nil if it was not lost.
+func (l *Lock) LostErr() error { return l.x.LostErr() }
 
 // Lost returns a channel closed when the current hold is lost (see
 // mutex.Mutex.Lost). Before the first successful Lock it returns nil.

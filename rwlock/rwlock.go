@@ -78,7 +78,7 @@ type RWMutex struct {
 func New(c *relock.Client, name string, opts ...relock.LockOption) *RWMutex {
 	o := core.NewOwner(c, "rwlock", name, core.Options(opts))
 	p := &protocol{wq: o.Keys.Sub("wq")}
-	l := &RWMutex{h: core.NewHolder(o, p, watchdog.KindRW), wq: p.wq}
+	l := &RWMutex{h: core.NewHolder(o, p, watchdog.KindRW, "read", "write"), wq: p.wq}
 	p.o = &l.h.Owner
 	return l
 }
@@ -98,7 +98,7 @@ func (l *RWMutex) RLock(ctx context.Context) error {
 	if err := l.h.Check(); err != nil {
 		return l.errorf("rlock", err)
 	}
-	return l.h.E.Wait(ctx, core.WaitSpec{Channel: l.h.Keys.Channel, Try: l.h.Acquirer("rlock", core.Read, 1, true)})
+	return l.h.Wait(ctx, "rlock", core.Read, 1, core.WaitSpec{Channel: l.h.Keys.Channel})
 }
 
 // TryRLock makes one attempt to take a read hold: (true, nil) on success,
@@ -107,8 +107,7 @@ func (l *RWMutex) TryRLock(ctx context.Context) (bool, error) {
 	if err := l.h.Check(); err != nil {
 		return false, l.errorf("tryrlock", err)
 	}
-	ok, _, err := l.h.Acquirer("tryrlock", core.Read, 1, false)(ctx)
-	return ok, err
+	return l.h.Try(ctx, "tryrlock", core.Read, 1)
 }
 
 // RUnlock gives back one read hold. The handle's last hold (read or write)
@@ -134,9 +133,8 @@ func (l *RWMutex) Lock(ctx context.Context) error {
 	if err := l.h.Check(); err != nil {
 		return l.errorf("lock", err)
 	}
-	return l.h.E.Wait(ctx, core.WaitSpec{
+	return l.h.Wait(ctx, "lock", core.Write, 1, core.WaitSpec{
 		Channel: l.h.Keys.Channel,
-		Try:     l.h.Acquirer("lock", core.Write, 1, true),
 		MaxWait: WriterHeartbeat / 3,
 		// If this fails, the registration lapses within WriterHeartbeat.
 		Leave: func(ctx context.Context) error {
@@ -153,8 +151,7 @@ func (l *RWMutex) TryLock(ctx context.Context) (bool, error) {
 	if err := l.h.Check(); err != nil {
 		return false, l.errorf("trylock", err)
 	}
-	ok, _, err := l.h.Acquirer("trylock", core.Write, 1, false)(ctx)
-	return ok, err
+	return l.h.Try(ctx, "trylock", core.Write, 1)
 }
 
 // Unlock gives back one write hold. The last one lets other handles in
@@ -178,6 +175,40 @@ func (l *RWMutex) WriteHoldCount(ctx context.Context) (int, error) {
 	_, w, err := l.counts(ctx)
 	return w, err
 }
+
+// Held reports whether this handle holds the write lock now, as far as
+// it knows: true from a successful Lock to the matching final Unlock,
+// unless its holds are known to be lost (see Lost). It asks nothing of
+// Redis.
+func (l *RWMutex) Held() bool { return l.h.Held(core.Write) > 0 }
+
+// RHeld reports whether this handle holds at least one read hold now, as
+// far as it knows (see Held).
+func (l *RWMutex) RHeld() bool { return l.h.Held(core.Read) > 0 }
+
+// IsLocked reports whether any handle holds the lock, for reading or
+// writing (one EXISTS: the lock's hash lives as long as its longest hold).
+func (l *RWMutex) IsLocked(ctx context.Context) (bool, error) { return l.h.IsLocked(ctx) }
+
+// RemainingLease returns how long the lock has before its longest hold
+// expires unless renewed (one PTTL), or 0 when nobody holds it.
+func (l *RWMutex) RemainingLease(ctx context.Context) (time.Duration, error) {
+	return l.h.RemainingLease(ctx)
+}
+
+// ForceUnlock deletes the lock, every read and write hold of every owner,
+// and wakes its waiters, whose next attempt then succeeds at once (a
+// waiting writer's registration stays, so readers still wait behind it);
+// it reports whether there was a lock to delete. It is meant for operators
+// (a lock stuck after a bug). The former holders learn it at their
+// watchdog's next renewal (within a third of the watchdog timeout; with a
+// fixed lease, at their local deadline): their Lost channels fire and
+// their unlocks return an error matching relock.ErrNotHeld.
+func (l *RWMutex) ForceUnlock(ctx context.Context) (bool, error) { return l.h.ForceUnlock(ctx) }
+
+// LostErr returns why the handle's most recent holds were lost (see
+// mutex.Mutex.LostErr), or nil if they were not lost.
+func (l *RWMutex) LostErr() error { return l.h.LostErr() }
 
 // Lost returns a channel that is closed when the handle's current holds
 // are lost: their lease ran out, the lock was deleted behind the holder's

@@ -6,6 +6,7 @@ package core
 
 import (
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -28,6 +29,8 @@ type Engine struct {
 	// invalid options); every lock operation returns it.
 	Err error
 
+	obs *observers // nil when nobody observes: the lock path skips events
+
 	closeOnce sync.Once
 	closed    chan struct{}
 }
@@ -35,6 +38,11 @@ type Engine struct {
 // Config is a client's configuration.
 type Config struct {
 	WatchdogLease time.Duration
+	// Observers get every event (relock.WithObserver).
+	Observers []func(Event)
+	// Logger logs losses, failed renewal rounds and failed acquires, and
+	// observers that panic (relock.WithLogger).
+	Logger *slog.Logger
 }
 
 // DefaultWatchdogLease is Redisson's default lockWatchdogTimeout.
@@ -63,7 +71,18 @@ func NewEngine(rdb redis.UniversalClient, cfg Config, cfgErr error) *Engine {
 	if e.Err != nil {
 		return e
 	}
-	e.WD = watchdog.New(rdb, cfg.WatchdogLease)
+	fs := cfg.Observers
+	if cfg.Logger != nil {
+		fs = append(fs[:len(fs):len(fs)], logEvents(cfg.Logger))
+	}
+	var roundFailed func(int, error)
+	if len(fs) > 0 {
+		e.obs = &observers{fs: fs, logger: cfg.Logger}
+		roundFailed = func(holds int, err error) {
+			e.obs.emit(Event{Type: EventRenewalFailed, Holds: holds, Err: err})
+		}
+	}
+	e.WD = watchdog.New(rdb, cfg.WatchdogLease, roundFailed)
 	e.Hub = notify.New(rdb)
 	return e
 }
@@ -82,6 +101,18 @@ func (e *Engine) Close() error {
 		err = e.Hub.Close()
 	})
 	return err
+}
+
+// Observing reports whether anybody observes events: when not, the lock
+// path builds none.
+func (e *Engine) Observing() bool { return e.obs != nil }
+
+// Emit gives ev to every observer, from the calling goroutine; the caller
+// holds no lock of its own.
+func (e *Engine) Emit(ev Event) {
+	if e.obs != nil {
+		e.obs.emit(ev)
+	}
 }
 
 // Closed is closed when Close has been called.

@@ -72,14 +72,13 @@ func (x *Exclusive) Lock(ctx context.Context) error {
 	}
 	spec := WaitSpec{
 		Channel: x.Keys.Channel,
-		Try:     x.Acquirer("lock", Units, 1, true),
 		MaxWait: x.ext.MaxWait,
 		Leave:   x.ext.Leave,
 	}
 	if x.ext.Channel != "" {
 		spec.Channel = x.ext.Channel
 	}
-	return x.E.Wait(ctx, spec)
+	return x.Wait(ctx, "lock", Units, 1, spec)
 }
 
 // TryLock makes one attempt.
@@ -87,8 +86,7 @@ func (x *Exclusive) TryLock(ctx context.Context) (bool, error) {
 	if err := x.Check(); err != nil {
 		return false, x.errorf("trylock", err)
 	}
-	ok, _, err := x.Acquirer("trylock", Units, 1, false)(ctx)
-	return ok, err
+	return x.Try(ctx, "trylock", Units, 1)
 }
 
 // Unlock releases one hold.

@@ -94,6 +94,7 @@ type Holder struct {
 	Owner
 	proto     Protocol
 	watchKind string
+	modes     [classes]string // Event.Mode of each class
 
 	mu      sync.Mutex
 	held    Counts
@@ -102,21 +103,70 @@ type Holder struct {
 	last    *watchdog.Hold // the most recent hold, for Lost and LostErr
 	lost    error          // why the counted holds were lost; nil when not
 	pending *Request       // a release whose outcome is unknown
+	since   time.Time      // when the current hold began
+	outbox  []Event        // events to emit once mu is released (observed only)
 }
 
 // NewHolder returns the state machine of a handle of owner o, speaking p.
-// watchKind is how the watchdog renews its holds (watchdog.KindString...).
-func NewHolder(o Owner, p Protocol, watchKind string) *Holder {
-	return &Holder{Owner: o, proto: p, watchKind: watchKind}
+// watchKind is how the watchdog renews its holds (watchdog.KindString...);
+// modes name the classes in events ("read", "write"), if they need names.
+func NewHolder(o Owner, p Protocol, watchKind string, modes ...string) *Holder {
+	h := &Holder{Owner: o, proto: p, watchKind: watchKind}
+	copy(h.modes[:], modes)
+	return h
 }
 
-// Acquirer returns one blocking or one-shot acquire of n units of class,
+// unlock releases h.mu, then emits the events queued meanwhile: observers
+// run without the handle's lock, so they may call its methods.
+func (h *Holder) unlock() {
+	out := h.outbox
+	h.outbox = nil
+	h.mu.Unlock()
+	for _, ev := range out {
+		h.E.Emit(ev)
+	}
+}
+
+// event returns an event of this handle.
+func (h *Holder) event(t EventType, class Class, err error) Event {
+	return Event{Type: t, Kind: h.Kind, Name: h.Name, Mode: h.modes[class], Owner: Fingerprint(h.Token), Err: err}
+}
+
+// Wait acquires n units of class, waiting as spec says (its Try is set
+// here) until granted or ctx ends; op names the call in errors.
+func (h *Holder) Wait(ctx context.Context, op string, class Class, n int, spec WaitSpec) error {
+	spec.Try = h.acquirer(op, class, n, true)
+	begin := time.Now()
+	err := h.E.Wait(ctx, spec)
+	h.failed(err, class, begin)
+	return err
+}
+
+// Try makes one attempt to acquire n units of class.
+func (h *Holder) Try(ctx context.Context, op string, class Class, n int) (bool, error) {
+	begin := time.Now()
+	ok, _, err := h.acquirer(op, class, n, false)(ctx)
+	h.failed(err, class, begin)
+	return ok, err
+}
+
+// failed reports an acquire call that returned err, if it did.
+func (h *Holder) failed(err error, class Class, begin time.Time) {
+	if err != nil && h.E.Observing() {
+		ev := h.event(EventFailed, class, err)
+		ev.Wait = time.Since(begin)
+		h.E.Emit(ev)
+	}
+}
+
+// acquirer returns one blocking or one-shot acquire of n units of class,
 // for Engine.Wait (op names the call in errors).
-func (h *Holder) Acquirer(op string, class Class, n int, block bool) Attempt {
+func (h *Holder) acquirer(op string, class Class, n int, block bool) Attempt {
 	first := true
+	begin := time.Now()
 	return func(ctx context.Context) (bool, time.Duration, error) {
 		h.mu.Lock()
-		defer h.mu.Unlock()
+		defer h.unlock()
 		h.syncLostLocked()
 		if err := h.settleLocked(ctx); err != nil {
 			return false, 0, err
@@ -159,7 +209,7 @@ func (h *Holder) Acquirer(op string, class Class, n int, block bool) Attempt {
 				h.abortLocked(ctx, r)
 				return false, 0, gerr
 			}
-			h.grantedLocked(r, start, res[1])
+			h.grantedLocked(r, begin, start, res[1])
 			return true, 0, nil
 		}
 		switch res[1] {
@@ -176,10 +226,26 @@ func (h *Holder) Acquirer(op string, class Class, n int, block bool) Attempt {
 	}
 }
 
-func (h *Holder) grantedLocked(r *Request, start time.Time, fence int64) {
+// grantedLocked counts a grant of acquire r, sent at start by a call that
+// began at begin.
+func (h *Holder) grantedLocked(r *Request, begin, start time.Time, fence int64) {
 	if h.held.Zero() {
 		h.hold = watchdog.NewHold(h.Keys.Lock, h.watchKind, h.Token)
 		h.last = h.hold
+		h.since = time.Now()
+		if h.E.Observing() {
+			ev := h.event(EventAcquired, r.Class, nil)
+			ev.Wait = h.since.Sub(begin)
+			h.outbox = append(h.outbox, ev)
+			lost := h.event(EventLost, r.Class, nil)
+			lost.Mode = ""
+			since := h.since
+			h.hold.OnLost = func(cause error) {
+				ev := lost
+				ev.Held, ev.Err = time.Since(since), cause
+				h.E.Emit(ev)
+			}
+		}
 	}
 	if h.held[r.Class] == 0 {
 		h.fence[r.Class] = fence
@@ -212,8 +278,10 @@ func (h *Holder) syncLostLocked() {
 // loseLocked declares the current holds lost because of cause, learned
 // from Redis by this handle.
 func (h *Holder) loseLocked(cause error) {
-	if h.hold != nil {
-		h.E.WD.Lose(h.hold, cause)
+	if h.hold != nil && h.E.WD.Lose(h.hold, cause) && h.E.Observing() {
+		ev := h.event(EventLost, Units, cause)
+		ev.Mode, ev.Held = "", time.Since(h.since)
+		h.outbox = append(h.outbox, ev)
 	}
 	h.markLostLocked(cause)
 }
@@ -252,7 +320,7 @@ func (h *Holder) Release(ctx context.Context, op string, class Class, n int) err
 		return h.errorf(op, err)
 	}
 	h.mu.Lock()
-	defer h.mu.Unlock()
+	defer h.unlock()
 	h.syncLostLocked()
 	if p := h.pending; p != nil && (p.Class != class || p.N != n) {
 		if err := h.settleLocked(ctx); err != nil {
@@ -318,7 +386,24 @@ func (h *Holder) releaseLocked(ctx context.Context, op string, class Class, n in
 	if err := h.E.WD.Err(hold); err != nil {
 		return h.errorf(op, fmt.Errorf("released after the hold was lost: %w", err))
 	}
+	if h.E.Observing() {
+		ev := h.event(EventReleased, class, nil)
+		ev.Held = time.Since(h.since)
+		h.outbox = append(h.outbox, ev)
+	}
 	return nil
+}
+
+// LostErr returns why the handle's most recent hold was lost (matching
+// lockerr.NotHeld; also lockerr.Closed when its Client was closed), or nil
+// when it was not lost or the handle never held anything.
+func (h *Holder) LostErr() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.last == nil {
+		return nil
+	}
+	return h.E.WD.Err(h.last)
 }
 
 // Held returns the units of class the handle holds as far as it knows

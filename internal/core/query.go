@@ -57,10 +57,16 @@ func (o *Owner) HashCount(ctx context.Context, field string) (int, error) {
 // ForceUnlock deletes the lock whatever its owner and wakes every waiter.
 // It reports whether there was a lock to delete.
 func (o *Owner) ForceUnlock(ctx context.Context) (bool, error) {
+	return o.ForceUnlockBy(ctx, scripts.ForceUnlock, []string{o.Keys.Lock}, o.Keys.Channel)
+}
+
+// ForceUnlockBy is ForceUnlock with a lock type's own script, which replies
+// 1 when it deleted a lock and 0 when there was none.
+func (o *Owner) ForceUnlockBy(ctx context.Context, s *redis.Script, keys []string, args ...any) (bool, error) {
 	if err := o.Check(); err != nil {
 		return false, o.errorf("force-unlock", err)
 	}
-	n, err := scripts.ForceUnlock.Run(ctx, o.E.RDB, []string{o.Keys.Lock}, o.Keys.Channel).Int()
+	n, err := o.Run(ctx, s, keys, args...).Int()
 	if err != nil {
 		return false, o.errorf("force-unlock", err)
 	}

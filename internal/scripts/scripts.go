@@ -43,6 +43,8 @@ var (
 	fairAbort string
 	//go:embed fair_leave.lua
 	fairLeave string
+	//go:embed fair_force_unlock.lua
+	fairForceUnlock string
 )
 
 // Scripts, run with Run (EVALSHA, then EVAL when the server answers NOSCRIPT,
@@ -62,6 +64,8 @@ var (
 	FairRelease = redis.NewScript(record + clock + fairCommon + fairRelease)
 	FairAbort   = redis.NewScript(record + clock + fairCommon + fairAbort)
 	FairLeave   = redis.NewScript(clock + fairCommon + fairLeave)
+	// FairForceUnlock wakes the queue's head, not the lock's channel.
+	FairForceUnlock = redis.NewScript(clock + fairCommon + fairForceUnlock)
 )
 
 // The read/write-lock scripts; those that change a hold also share the

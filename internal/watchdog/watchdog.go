@@ -48,6 +48,12 @@ type Hold struct {
 	Kind  string // KindString, KindHash or KindRW
 	Token string // the owner token
 
+	// OnLost, if set, is called when the watchdog itself declares the
+	// hold lost (its deadline passed, a renewal found the lock gone, the
+	// watchdog closed), from the goroutine that found out and without any
+	// watchdog lock held. A loss declared by Lose does not call it.
+	OnLost func(cause error)
+
 	lost chan struct{}
 
 	// Guarded by Watchdog.mu.
@@ -75,9 +81,14 @@ type Watchdog struct {
 	lease   time.Duration
 	period  time.Duration
 
-	mu     sync.Mutex
-	holds  map[*Hold]struct{}
-	closed bool
+	// onRoundFailed, if set, is told of every renewal round that could
+	// not confirm some renewals (see New).
+	onRoundFailed func(holds int, err error)
+
+	mu       sync.Mutex
+	holds    map[*Hold]struct{}
+	closed   bool
+	lostNews []*Hold // lost under mu, OnLost still to call (see unlock)
 
 	// ctx is cancelled by Close, so that a round in flight sends no more
 	// retries (go-redis honours a context between attempts, and within
@@ -96,20 +107,24 @@ type Watchdog struct {
 // declared lost and nothing the round learns can revive one.
 const closeGrace = 100 * time.Millisecond
 
-// New starts a watchdog that renews holds to lease every lease/3.
-func New(rdb redis.UniversalClient, lease time.Duration) *Watchdog {
+// New starts a watchdog that renews holds to lease every lease/3. If
+// onRoundFailed is not nil, the watchdog's goroutine calls it after every
+// round that could not confirm the renewal of some holds (a transient
+// error: it retries soon), with how many and the first error.
+func New(rdb redis.UniversalClient, lease time.Duration, onRoundFailed func(holds int, err error)) *Watchdog {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &Watchdog{
-		ctx:     ctx,
-		cancel:  cancel,
-		rdb:     rdb,
-		shardOf: shardKey(rdb),
-		lease:   lease,
-		period:  lease / 3,
-		holds:   make(map[*Hold]struct{}),
-		kick:    make(chan struct{}, 1),
-		stop:    make(chan struct{}),
-		done:    make(chan struct{}),
+		ctx:           ctx,
+		cancel:        cancel,
+		rdb:           rdb,
+		shardOf:       shardKey(rdb),
+		lease:         lease,
+		period:        lease / 3,
+		onRoundFailed: onRoundFailed,
+		holds:         make(map[*Hold]struct{}),
+		kick:          make(chan struct{}, 1),
+		stop:          make(chan struct{}),
+		done:          make(chan struct{}),
 	}
 	go w.loop()
 	return w
@@ -124,7 +139,7 @@ func (w *Watchdog) Lease() time.Duration { return w.lease }
 // already watched moves its deadline (a re-entry that reset the lease).
 func (w *Watchdog) Add(h *Hold, start time.Time, lease time.Duration, renew bool) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
+	defer w.unlock()
 	if h.err != nil {
 		return // lost holds stay lost: never renewed again
 	}
@@ -145,7 +160,7 @@ func (w *Watchdog) Add(h *Hold, start time.Time, lease time.Duration, renew bool
 // release then failed: the owner still holds the lock as far as it knows.
 func (w *Watchdog) Restore(h *Hold) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
+	defer w.unlock()
 	if h.err != nil || h.active {
 		return
 	}
@@ -181,10 +196,18 @@ func (w *Watchdog) Remove(h *Hold) {
 }
 
 // Lose declares h lost because of cause (the owner learned it from Redis).
-func (w *Watchdog) Lose(h *Hold, cause error) {
+// It reports whether this call declared it (false: it was lost already).
+// It does not call h.OnLost: the caller reports the loss itself.
+func (w *Watchdog) Lose(h *Hold, cause error) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.loseLocked(h, cause)
+	if h.err != nil {
+		return false
+	}
+	w.removeLocked(h)
+	h.err = cause
+	close(h.lost)
+	return true
 }
 
 // Err returns why h was lost, or nil while it is not.
@@ -217,7 +240,7 @@ func (w *Watchdog) Close() {
 		w.cancel()
 		close(w.stop)
 	}
-	w.mu.Unlock()
+	w.unlock()
 	t := time.NewTimer(closeGrace)
 	defer t.Stop()
 	select {
@@ -235,6 +258,8 @@ func (w *Watchdog) removeLocked(h *Hold) {
 	delete(w.holds, h)
 }
 
+// loseLocked declares h lost, found by the watchdog itself: h.OnLost is
+// called by unlock.
 func (w *Watchdog) loseLocked(h *Hold, cause error) {
 	w.removeLocked(h)
 	if h.err != nil {
@@ -242,11 +267,24 @@ func (w *Watchdog) loseLocked(h *Hold, cause error) {
 	}
 	h.err = cause
 	close(h.lost)
+	if h.OnLost != nil {
+		w.lostNews = append(w.lostNews, h)
+	}
+}
+
+// unlock releases w.mu, then tells the holds declared lost meanwhile.
+func (w *Watchdog) unlock() {
+	news := w.lostNews
+	w.lostNews = nil
+	w.mu.Unlock()
+	for _, h := range news {
+		h.OnLost(h.err)
+	}
 }
 
 func (w *Watchdog) expire(h *Hold) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
+	defer w.unlock()
 	if !h.active || time.Now().Before(h.deadline) {
 		return
 	}
@@ -317,13 +355,19 @@ func (w *Watchdog) round() bool {
 		})
 	}
 
-	ok := true
+	failed := 0
+	var firstErr error
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	for i, b := range batches {
 		res, err := cmds[i].Int64Slice()
-		if err != nil || len(res) != len(b) {
-			ok = false
+		if err == nil && len(res) != len(b) {
+			err = fmt.Errorf("watchdog: renewal reply of %d holds for %d", len(res), len(b))
+		}
+		if err != nil {
+			failed += len(b)
+			if firstErr == nil {
+				firstErr = err
+			}
 			continue
 		}
 		for j, h := range b {
@@ -337,7 +381,11 @@ func (w *Watchdog) round() bool {
 			w.loseLocked(h, fmt.Errorf("%w: lock gone or taken by another owner", lockerr.NotHeld))
 		}
 	}
-	return ok
+	w.unlock()
+	if failed > 0 && w.onRoundFailed != nil && w.ctx.Err() == nil {
+		w.onRoundFailed(failed, firstErr)
+	}
+	return failed == 0
 }
 
 func renewCmd(ctx context.Context, p redis.Pipeliner, b []*Hold, lease time.Duration, eval bool) *redis.Cmd {

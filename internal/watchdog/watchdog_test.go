@@ -185,7 +185,7 @@ func TestLostBeforeExpiry(t *testing.T) {
 // re-entry in flight when it was lost must not revive its renewals).
 func TestLostHoldStaysLost(t *testing.T) {
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
-		w := watchdog.New(s.Client(t), time.Second)
+		w := watchdog.New(s.Client(t), time.Second, nil)
 		t.Cleanup(w.Close)
 		h := watchdog.NewHold("relock:mutex:{"+redistest.Name(t)+"}", watchdog.KindString, "token")
 		w.Add(h, time.Now(), time.Second, true)
@@ -241,7 +241,7 @@ func TestCloseDuringRound(t *testing.T) {
 		rdb.AddHook(counter)
 		key := "relock:mutex:{" + redistest.Name(t) + "}"
 		require.NoError(t, admin.Set(ctx, key, "token", time.Minute).Err())
-		w := watchdog.New(rdb, lease)
+		w := watchdog.New(rdb, lease, nil)
 		t.Cleanup(w.Close)
 		h := watchdog.NewHold(key, watchdog.KindString, "token")
 		w.Add(h, time.Now(), lease, true)

@@ -1,0 +1,96 @@
+package relock
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/relock-go/relock/internal/core"
+)
+
+// EventType says what happened to a hold.
+type EventType int
+
+// Event types.
+const (
+	// EventAcquired: a new hold began (not a re-entry). Wait is how long
+	// the acquire call took.
+	EventAcquired EventType = iota + 1
+	// EventReleased: the final unlock of a hold succeeded. Held is how long
+	// the hold lasted.
+	EventReleased
+	// EventFailed: an acquire call returned an error: a blocking Lock gave
+	// up (ctx ended, Client closed, Redis error), or an acquire was refused
+	// (ErrAlreadyHeld, ErrUpgrade, ErrNotHeld while a lost hold's unlocks
+	// are owed). Wait is how long the call took; Err is what it returned.
+	// A TryLock that finds the lock held is not a failure, and calls
+	// refused for invalid input (ErrInvalidName, ErrNilClient...) or on a
+	// closed Client report no event.
+	EventFailed
+	// EventLost: a hold was lost: its lease ran out, its key was deleted or
+	// taken, no renewal was confirmed before the local deadline, or the
+	// Client was closed. Held is how long it lasted; Err matches
+	// ErrNotHeld and says why (and ErrClosed for a closed Client).
+	EventLost
+	// EventRenewalFailed: a watchdog renewal round could not confirm the
+	// renewal of Holds holds (a transient error, in Err); it retries
+	// soon, and a hold whose renewal stays unconfirmed until its local
+	// deadline is lost (EventLost). Kind, Name and Owner are empty: one
+	// round renews the holds of every lock.
+	EventRenewalFailed
+)
+
+// String returns the event type's name: "acquired", "released", "failed",
+// "lost" or "renewal-failed".
+func (t EventType) String() string { return core.EventType(t).String() }
+
+// Event is something that happened to a hold, as given to an observer
+// (see WithObserver).
+type Event struct {
+	Type EventType // what happened
+	Kind string    // lock type: "mutex", "reentrant", "fair", "rwlock"
+	Name string    // the lock's name
+	// Mode is "read" or "write" for an rwlock's acquire, failure and
+	// release (the side of the call that began or ended the hold; a
+	// handle's read and write holds are one hold); empty otherwise.
+	Mode string
+	// Owner is the owner's fingerprint: 8 hex digits of a hash of its
+	// token, the same that logs and the relock command show. The token
+	// itself is never given out.
+	Owner string
+	Wait  time.Duration // EventAcquired, EventFailed: from the acquire call to its outcome
+	Held  time.Duration // EventReleased, EventLost: how long the hold lasted
+	Err   error         // EventFailed, EventLost, EventRenewalFailed: why (matches the same sentinels the caller sees)
+	Holds int           // EventRenewalFailed: how many holds the round could not renew
+}
+
+// WithObserver adds f to the observers of the Client's events. It may be
+// given several times: every observer gets every event, in the order
+// given.
+//
+// Observers are called synchronously from the goroutine that did the work
+// (the caller of Lock or Unlock, or the Client's watchdog), after the
+// lock's state was settled and without any lock of relock held: they may
+// call the handle's methods, but they must be fast, since the lock call or
+// the watchdog waits for them. An observer that panics is recovered from
+// (and logged with WithLogger's logger); the lock's state is unaffected.
+// With no observer (and no logger) the lock path builds no event at all.
+func WithObserver(f func(Event)) Option {
+	return func(c *clientConfig) {
+		if f == nil {
+			return
+		}
+		c.Observers = append(c.Observers, func(e core.Event) {
+			f(Event{Type: EventType(e.Type), Kind: e.Kind, Name: e.Name, Mode: e.Mode, Owner: e.Owner,
+				Wait: e.Wait, Held: e.Held, Err: e.Err, Holds: e.Holds})
+		})
+	}
+}
+
+// WithLogger makes the Client log, at Warn level, every lost hold, every
+// renewal round that failed, and every acquire that failed for a reason
+// other than its ctx ending, with the lock's kind and name and the
+// owner's fingerprint (never the token); and, at Error, an observer that
+// panicked. Without it relock logs nothing.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *clientConfig) { c.Logger = l }
+}

@@ -26,11 +26,20 @@ type WaitSpec struct {
 	// MaxWait overrides the cap on a single timed wait when > 0 (the fair
 	// lock waits at most a fraction of its heartbeat between attempts).
 	MaxWait time.Duration
-	// Leave, if set, runs when the wait gives up (a fair-lock waiter
-	// leaves the queue, a waiting writer withdraws), with a context that
+	// Leave, if set, runs when the wait gives up (a waiter leaves its
+	// queue, passing on a grant it did not take), with a context that
 	// outlives the caller's (see Cleanup). If it fails, the waiter's
 	// registration lapses by itself.
 	Leave func(ctx context.Context) error
+	// Addr, if set, returns the address of this wait for grants (asked
+	// once, when the wait subscribes): a release that makes this waiter
+	// the owner pushes a grant addressed to it on Channel.
+	Addr func() string
+	// Granted is called with a grant's data; it reports whether the wait
+	// took the grant (and so acquired). When it did not (the grant came
+	// too late to be used safely), the wait tries again at once, which
+	// finds the grant at Redis.
+	Granted func(data string) bool
 }
 
 // Wait blocks until spec.Try acquires, ctx ends or the engine closes. The
@@ -59,7 +68,11 @@ func (e *Engine) Wait(ctx context.Context, spec WaitSpec) error {
 	// a Ring shard is down) the waiter still waits, on its timer alone: a
 	// nil channel never fires.
 	var wake <-chan struct{}
-	sub, err := e.Hub.Subscribe(ctx, spec.Channel)
+	addr := ""
+	if spec.Addr != nil {
+		addr = spec.Addr()
+	}
+	sub, err := e.Hub.Subscribe(ctx, spec.Channel, addr)
 	if err != nil {
 		if gerr := lockerr.CtxGaveUp(ctx); gerr != nil {
 			return giveUp(gerr)
@@ -94,6 +107,9 @@ func (e *Engine) Wait(ctx context.Context, spec WaitSpec) error {
 		case <-wake:
 			if !timer.Stop() {
 				<-timer.C
+			}
+			if g, ok := sub.Grant(); ok && spec.Granted != nil && spec.Granted(g) {
+				return nil
 			}
 		case <-timer.C:
 		case <-ctx.Done():

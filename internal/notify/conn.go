@@ -4,130 +4,235 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/internal/shard"
 )
 
 // conn is one pub/sub connection of a Hub: the only one on a single server
 // or a Cluster, one per shard on a Ring. It lives until the Hub closes,
-// unless it fails to open.
+// unless it fails to open. Its fields are guarded by Hub.mu.
 type conn struct {
 	shard string
 
-	// sendMu orders SUBSCRIBE and UNSUBSCRIBE writes as their decisions
-	// were made under Hub.mu; it is taken before Hub.mu is released. The
-	// goroutine that opens the connection holds it until ps is set (or
-	// err, when opening failed), so later writes wait for the connection.
-	// Lock order: Hub.mu, then sendMu; Hub.mu is never taken under sendMu.
-	sendMu sync.Mutex
-	ps     *redis.PubSub // written once, under sendMu
-	err    error         // why opening failed; written like ps
+	// queue holds the SUBSCRIBEs and UNSUBSCRIBEs decided under Hub.mu and
+	// not yet written, in the order they were decided. While draining, a
+	// goroutine (drain) writes them; apart from the receiver and Close,
+	// which closes it, nothing else does I/O on the connection, and none
+	// of them holds Hub.mu while it does.
+	queue    []op
+	draining bool
 
-	// Set with ps: the receiver's context (cancelled by close, so that
-	// a reconnection in progress gives up) and its exit.
-	ctx    context.Context
-	cancel context.CancelFunc
-	done   chan struct{}
+	// ps is set once the connection is open (by drain, while the hub is
+	// open); then a receiver runs until the hub closes.
+	ps *redis.PubSub
 }
 
-// sendTimeout bounds the dial of a SUBSCRIBE or UNSUBSCRIBE write (go-redis
-// bounds the write itself by its WriteTimeout), so a waiter, and Close, do
-// not wait for an unreachable server for long. A write that fails is not
-// lost: go-redis keeps the channel and subscribes it on its next connection.
+// op is a SUBSCRIBE or UNSUBSCRIBE of one channel.
+type op struct {
+	name      string
+	subscribe bool
+}
+
+// sendTimeout bounds the dial of a connection or of a reconnection for a
+// write (go-redis honours a ctx while it dials, not while it reads or
+// writes: it bounds the handshake by its ReadTimeout and a write by its
+// WriteTimeout). A write that fails is not lost: go-redis keeps the
+// channel and subscribes it on its next connection.
 const sendTimeout = confirmWait
+
+// queueLocked appends o to c's queue and starts a writer if none runs. The
+// caller holds h.mu, and the hub is open.
+func (h *Hub) queueLocked(c *conn, o op) {
+	c.queue = append(c.queue, o)
+	if c.draining {
+		return
+	}
+	c.draining = true
+	h.wg.Add(1)
+	go h.drain(c)
+}
+
+// drain opens c if it is not open yet, then writes c's queue, in order,
+// until it is empty or the hub closes.
+func (h *Hub) drain(c *conn) {
+	defer h.wg.Done()
+	for {
+		h.mu.Lock()
+		if h.closed || len(c.queue) == 0 {
+			c.draining = false
+			h.mu.Unlock()
+			return
+		}
+		ops, ps := c.queue, c.ps
+		c.queue = nil
+		h.mu.Unlock()
+
+		if ps == nil {
+			// A new connection's queue starts with SUBSCRIBEs: one command
+			// sends them all as it opens.
+			n := 0
+			for n < len(ops) && ops[n].subscribe {
+				n++
+			}
+			var err error
+			if ps, err = h.dial(c.shard, names(ops[:n])); !h.opened(c, ps, err) {
+				return
+			}
+			ops = ops[n:]
+		}
+		write(h.ctx, ps, ops)
+	}
+}
+
+// opened records the outcome of dialling c and reports whether c is now
+// open. On failure c is forgotten: the waiters of its channels are told,
+// and the next Subscribe of the shard opens a new connection, which
+// subscribes them again. A connection opened after the hub closed is
+// closed at once.
+func (h *Hub) opened(c *conn, ps *redis.PubSub, err error) bool {
+	h.mu.Lock()
+	c.draining = err == nil && !h.closed
+	switch {
+	case h.closed:
+		h.mu.Unlock()
+		if ps != nil {
+			_ = ps.Close()
+		}
+		return false
+	case err != nil:
+		defer h.mu.Unlock()
+		if h.conns[c.shard] == c {
+			delete(h.conns, c.shard)
+		}
+		c.queue = nil
+		for n, ch := range h.chans {
+			if ch.conn != c {
+				continue
+			}
+			ch.conn = nil
+			ch.pendingSub, ch.pendingUnsub = 0, 0
+			ch.markReady(err)
+			if ch.refs == 0 {
+				delete(h.chans, n)
+			}
+		}
+		return false
+	}
+	c.ps = ps
+	h.wg.Add(1)
+	go h.receive(c, ps)
+	h.mu.Unlock()
+	return true
+}
 
 // dial opens a pub/sub connection subscribed to channels, routed by the
 // first one on a Ring. go-redis's Ring panics when no shard is up (and on a
-// closed Ring): the panic is returned as an error. The caller holds only
-// the connection's sendMu, and releases it whatever dial returns.
-func (h *Hub) dial(channels []string) (ps *redis.PubSub, err error) {
-	if !h.route.allUp() {
+// closed Ring): the panic is returned as an error. It may take as long as
+// go-redis's ReadTimeout (the handshake); the caller holds no lock.
+func (h *Hub) dial(shardName string, channels []string) (ps *redis.PubSub, err error) {
+	if h.route.state() != shard.Exact {
 		// With a shard down the Ring may route the channel to another
 		// shard, and the connection would stay there once the shard is
 		// back: waiters are better off on their timers until it is.
-		return nil, fmt.Errorf("notify: subscribe %q: a ring shard is down", channels[0])
+		return nil, connErr(shardName, errors.New("not every ring shard is up"))
 	}
 	defer func() {
 		if p := recover(); p != nil {
 			ps = nil
 			if perr, ok := p.(error); ok {
-				err = fmt.Errorf("notify: subscribe %q: %w", channels[0], perr)
+				err = connErr(shardName, perr)
 			} else {
-				err = fmt.Errorf("notify: subscribe %q: %v", channels[0], p)
+				err = connErr(shardName, fmt.Errorf("%v", p))
 			}
 		}
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
+	ctx, cancel := context.WithTimeout(h.ctx, sendTimeout)
 	defer cancel()
 	ps = h.rdb.Subscribe(ctx, channels...)
-	if !h.route.allUp() {
+	if h.route.state() != shard.Exact {
 		// A shard went down while subscribing: the route may be wrong.
 		_ = ps.Close()
-		return nil, fmt.Errorf("notify: subscribe %q: a ring shard went down", channels[0])
+		return nil, connErr(shardName, errors.New("a ring shard went down"))
 	}
 	return ps, nil
 }
 
-// send writes SUBSCRIBE or UNSUBSCRIBE for name; the caller holds sendMu.
-// It fails only when the connection could not be opened: a failed write
-// shows as a missing confirmation, which the waiter's timer covers.
-func (c *conn) send(subscribe bool, name string) error {
-	if c.ps == nil {
-		return c.err
+// connErr is err while opening the connection of shardName. It names the
+// shard, never a channel: a fair waiter's channel carries its owner token.
+func connErr(shardName string, err error) error {
+	if shardName == "" {
+		return fmt.Errorf("notify: open pub/sub connection: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
-	defer cancel()
-	if subscribe {
-		_ = c.ps.Subscribe(ctx, name)
-	} else {
-		_ = c.ps.Unsubscribe(ctx, name)
-	}
-	return nil
+	return fmt.Errorf("notify: open pub/sub connection to ring shard %q: %w", shardName, err)
 }
 
-// close closes the connection, if it was opened, and waits for its
-// receiver. An open or a write in progress finishes first: each is bounded
-// by sendTimeout and go-redis's WriteTimeout.
-func (c *conn) close() error {
-	c.sendMu.Lock()
-	ps := c.ps
-	c.sendMu.Unlock()
-	if ps == nil {
-		return nil
+// write sends ops in order, each run of SUBSCRIBEs or UNSUBSCRIBEs as one
+// command. A failed write shows as a missing confirmation, which the
+// waiter's timer covers.
+func write(ctx context.Context, ps *redis.PubSub, ops []op) {
+	for len(ops) > 0 {
+		n := 1
+		for n < len(ops) && ops[n].subscribe == ops[0].subscribe {
+			n++
+		}
+		wctx, cancel := context.WithTimeout(ctx, sendTimeout)
+		if ops[0].subscribe {
+			_ = ps.Subscribe(wctx, names(ops[:n])...)
+		} else {
+			_ = ps.Unsubscribe(wctx, names(ops[:n])...)
+		}
+		cancel()
+		ops = ops[n:]
 	}
-	c.cancel()
-	err := ps.Close()
-	<-c.done
-	return err
+}
+
+func names(ops []op) []string {
+	out := make([]string, len(ops))
+	for i, o := range ops {
+		out[i] = o.name
+	}
+	return out
 }
 
 // receive dispatches the messages of c until the hub closes.
-func (h *Hub) receive(c *conn) {
-	defer close(c.done)
+func (h *Hub) receive(c *conn, ps *redis.PubSub) {
+	defer h.wg.Done()
+	broken := false
+	backoff := 50 * time.Millisecond
 	for {
-		msg, err := c.ps.ReceiveTimeout(c.ctx, healthInterval)
+		msg, err := ps.ReceiveTimeout(h.ctx, healthInterval)
 		if err != nil {
-			if h.isClosed() {
-				return
+			if h.ctx.Err() != nil {
+				return // closed
 			}
 			var nerr interface{ Timeout() bool }
 			if errors.As(err, &nerr) && nerr.Timeout() {
-				_ = c.ps.Ping(c.ctx)
+				_ = ps.Ping(h.ctx)
 				continue
 			}
 			// The connection broke: messages may have been lost. go-redis
 			// reconnects and resubscribes on the next receive; meanwhile
 			// every waiter of this connection tries again instead of
-			// trusting the channel.
-			h.reset(c)
-			select {
-			case <-c.ctx.Done():
-				return
-			case <-time.After(50 * time.Millisecond):
+			// trusting the channel, once: then its timer paces it.
+			if !broken {
+				broken = true
+				h.reset(c)
 			}
+			select {
+			case <-h.ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, time.Second)
 			continue
+		}
+		if broken {
+			// Back: wake-ups published while it was down were lost.
+			broken, backoff = false, 50*time.Millisecond
+			h.reset(c)
 		}
 		h.dispatch(msg)
 	}

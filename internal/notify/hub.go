@@ -4,41 +4,67 @@
 //
 // Each channel is subscribed once, however many local waiters want it
 // (reference-counted), and unsubscribed when the last one leaves. A release
-// publishes "1" (wake one waiter) or "*" (wake every waiter). Delivery is
-// best effort: a message published while the connection is down is lost, so
-// every waiter also bounds its wait with a timer.
+// publishes "1" (wake one waiter), "*" (wake every waiter) or a grant for
+// one waiter (see GrantPrefix). Delivery is best effort: a message
+// published while the connection is down is lost, so every waiter also
+// bounds its wait with a timer.
+//
+// No caller waits for another caller's I/O. Subscribe and Sub.Close only
+// record their decision (a SUBSCRIBE or UNSUBSCRIBE to send) in the queue
+// of the channel's connection, and a goroutine per connection, started
+// when the queue fills and ending when it is empty, opens the connection
+// and writes the queue in order. Subscribe then waits for Redis's
+// confirmation, bounded by its ctx and by a second: a slow or hung shard
+// delays the waiters of its own channels by that much at most, and nobody
+// else (wake-ups, Subscribe and Sub.Close on other shards, Close).
 //
 // On a Cluster, classic PUBLISH reaches every node, so one connection to
 // any node hears every channel. A Ring does not broadcast: a release
 // publishes on the shard that holds its lock (the channel shares the
 // lock's {hash tag}), so the hub subscribes each channel on the connection
 // to the shard the Ring routes it to, computed as the Ring does (its
-// consistent hash over the shard names, applied to the channel's hash tag).
-// Limits on a Ring:
+// consistent hash over the shard names of its options, applied to the
+// channel's hash tag; see internal/shard). Limits on a Ring:
+//   - A shard's connection is opened only while every shard of the Ring's
+//     options is up and no other, since only then is the Ring sure to open
+//     it on the computed shard; until then Subscribe fails for the channels
+//     of a shard without a connection, and their waiters rely on their
+//     timers (at most a second apart).
 //   - While a shard is down the Ring reroutes its keys to other shards, and
 //     a wake-up may be published on a shard whose connection does not
-//     listen for it: waiters then fall back on their timers (at most a
-//     second apart) until the shard is back.
-//   - A shard's connection is opened only while every shard is up, since
-//     only then does the Ring route its first channel to that shard; until
-//     then Subscribe fails and the waiter relies on its timer.
-//   - The shards are those of the Ring's options when the hub was made:
-//     changes made with Ring.SetAddrs are not followed.
+//     listen for it: waiters then rely on their timers until it is back.
+//     Connections already open keep serving the channels of live shards
+//     (a consistent hash moves only the keys of the down shard).
+//   - The shards are those of the Ring's options when the hub was made.
+//     After Ring.SetAddrs removes a shard, not every shard is ever up
+//     again: no connection is opened any more and waiters of the channels
+//     without one rely on their timers. After SetAddrs adds or replaces a
+//     shard (seen within 100 ms), Subscribe fails for every channel, since
+//     the routing may differ for any of them. A SetAddrs that renames
+//     shards but keeps their addresses is not detected: wake-ups may then
+//     go unheard, and waiters rely on their timers.
 package notify
 
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/internal/shard"
 )
 
 // Payloads of wake-up messages.
 const (
 	WakeOne = "1"
 	WakeAll = "*"
+	// GrantPrefix starts a grant: "g|<addr>|<data>" tells the one waiter
+	// subscribed with address addr that a release made it the owner; data
+	// says what it needs (see Sub.Grant). Nobody else is woken.
+	GrantPrefix = "g|"
 )
 
 // confirmWait bounds how long Subscribe waits for Redis to confirm a new
@@ -49,65 +75,128 @@ const confirmWait = time.Second
 // pings, so that a dead connection is noticed and replaced.
 const healthInterval = 15 * time.Second
 
-// errClosed is what Subscribe returns once the hub is closed.
-var errClosed = errors.New("notify: hub closed")
+// closeGrace bounds how long Close waits for the hub's goroutines.
+const closeGrace = 500 * time.Millisecond
+
+var (
+	// errClosed is what Subscribe returns once the hub is closed.
+	errClosed = errors.New("notify: hub closed")
+	// errChanged is what Subscribe returns on a Ring whose shards are no
+	// longer those of its options.
+	errChanged = errors.New("notify: the ring's shards changed (Ring.SetAddrs): not subscribing")
+)
 
 // Hub multiplexes wake-up channels over a few pub/sub connections. Its
 // methods are safe for concurrent use.
+//
+// Locking: mu guards everything below it, the connections' queues and the
+// Subs' grants. No I/O, and no call into go-redis that can wait for I/O,
+// is ever made under mu, so it is only held for short bookkeeping. mu is
+// the hub's only lock; go-redis's PubSub lock and internal/shard's lock
+// are only taken without it.
 type Hub struct {
 	rdb   redis.UniversalClient
 	route router
 
-	mu     sync.Mutex
-	conns  map[string]*conn // by shard; opened on first use
-	chans  map[string]*channel
-	closed bool
+	// ctx is cancelled by Close: receivers stop, and a dial in progress
+	// gives up (go-redis honours a ctx while it connects, not while it
+	// reads).
+	ctx    context.Context
+	cancel context.CancelFunc
+	// wg counts the hub's goroutines (writers, receivers, closers). It is
+	// only added to under mu while the hub is open, or by Close.
+	wg sync.WaitGroup
+
+	mu        sync.Mutex
+	conns     map[string]*conn // by shard; opened on first use
+	chans     map[string]*channel
+	closed    bool
+	closeErrs []error
 }
 
 type channel struct {
+	name         string
 	shard        string
 	conn         *conn // the connection it is subscribed on; nil if none
 	refs         int
-	pendingSub   int // SUBSCRIBEs sent, not yet confirmed
-	pendingUnsub int // UNSUBSCRIBEs sent, not yet confirmed
-	ready        chan struct{}
+	pendingSub   int // SUBSCRIBEs decided, not yet confirmed
+	pendingUnsub int // UNSUBSCRIBEs decided, not yet confirmed
+	wait         *confirm
 	subs         []*Sub
 }
 
+// confirm is what Subscribe waits for: done is closed when the channel's
+// subscription is confirmed or given up on, after err is set if it failed.
+// Guarded by Hub.mu until done is closed; immutable after.
+type confirm struct {
+	done chan struct{}
+	err  error
+}
+
+func newConfirm() *confirm { return &confirm{done: make(chan struct{})} }
+
 // Sub is one waiter's interest in one channel.
 type Sub struct {
-	// C receives a value when the waiter should try again.
+	// C receives a value when the waiter should try again, or has been
+	// granted the lock (see Grant).
 	C <-chan struct{}
 
 	c     chan struct{}
 	hub   *Hub
 	name  string
-	ready chan struct{}
+	addr  string // grants addressed to it reach this Sub
+	grant string // a grant's data, until taken; guarded by hub.mu
+	wait  *confirm
+}
+
+// Grant returns, and forgets, the data of a grant addressed to this Sub,
+// if one arrived.
+func (s *Sub) Grant() (string, bool) {
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	g := s.grant
+	s.grant = ""
+	return g, g != ""
 }
 
 // New returns a hub on rdb. It opens no connection until the first
 // Subscribe.
 func New(rdb redis.UniversalClient) *Hub {
+	ctx, cancel := context.WithCancel(context.Background())
 	return &Hub{
-		rdb:   rdb,
-		route: newRouter(rdb),
-		conns: make(map[string]*conn),
-		chans: make(map[string]*channel),
+		rdb:    rdb,
+		route:  newRouter(rdb),
+		ctx:    ctx,
+		cancel: cancel,
+		conns:  make(map[string]*conn),
+		chans:  make(map[string]*channel),
 	}
 }
 
 // Shard names the connection that channel is subscribed on: the shard a
 // Ring routes it to (while every shard is up), or "" on other clients.
-func (h *Hub) Shard(channel string) string { return h.route.hash(channel) }
+func (h *Hub) Shard(channel string) string { return h.route.of(channel) }
 
-// Subscribe registers interest in name and waits (bounded by ctx and by a
-// short timeout) until Redis has confirmed the subscription, so a wake-up
-// published after Subscribe returns is seen. The caller must Close the Sub.
-// It fails when the hub is closed, when ctx ends, or when the connection
-// name needs could not be opened (on a Ring while a shard is down); the
-// waiter can then still wait on its timer.
-func (h *Hub) Subscribe(ctx context.Context, name string) (*Sub, error) {
-	shard := h.route.hash(name)
+// Subscribe registers interest in name and waits until Redis has confirmed
+// the subscription, so a wake-up published after Subscribe returns is seen;
+// after a second without confirmation it returns the Sub anyway. Grants
+// addressed to addr (if not empty; unique among the waiters of name) are
+// given to this Sub. The caller must Close the Sub.
+//
+// It never waits for I/O itself, nor for another caller's: on ctx's end it
+// closes the Sub and returns ctx.Err() at once. It also fails when the hub
+// is closed, on a Ring whose shards changed (SetAddrs), and when the
+// connection name needs could not be opened (on a Ring while a shard is
+// down) for the waiter that asked for it; one that only shared the
+// subscription keeps its Sub, subscribed again by the shard's next
+// connection. A waiter whose Subscribe failed can still wait on its timer.
+// Errors name no channel (a fair waiter's channel carries its owner
+// token), only the Ring shard.
+func (h *Hub) Subscribe(ctx context.Context, name, addr string) (*Sub, error) {
+	shardName := h.route.of(name)
+	if h.route.state() == shard.Changed {
+		return nil, errChanged
+	}
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
@@ -115,56 +204,44 @@ func (h *Hub) Subscribe(ctx context.Context, name string) (*Sub, error) {
 	}
 	ch := h.chans[name]
 	if ch == nil {
-		ch = &channel{shard: shard}
+		ch = &channel{name: name, shard: shardName}
 		h.chans[name] = ch
 	}
 	ch.refs++
-	var c *conn
-	var open []string // channels the new connection subscribes to
 	// The first waiter subscribes; so does a later one when the channel's
 	// connection failed to open.
-	if ch.refs == 1 || ch.conn == nil {
-		ch.ready = make(chan struct{})
-		if c = h.conns[shard]; c == nil {
-			c = &conn{shard: shard}
-			h.conns[shard] = c
-			open = h.orphansLocked(name)
-			for _, n := range open {
-				h.chans[n].conn = c
-				h.chans[n].pendingSub++
+	opener := ch.refs == 1 || ch.conn == nil
+	if opener {
+		c := h.conns[shardName]
+		if c == nil {
+			// A new connection subscribes every channel of its shard that
+			// has waiters but no connection (its last one failed to open).
+			c = &conn{shard: shardName}
+			h.conns[shardName] = c
+			for _, o := range h.chans {
+				if o.shard == shardName && o.conn == nil && o.refs > 0 {
+					h.subscribeLocked(c, o)
+				}
 			}
 		} else {
-			ch.conn = c
-			ch.pendingSub++
+			h.subscribeLocked(c, ch)
 		}
 	}
 	sc := make(chan struct{}, 1)
-	s := &Sub{C: sc, c: sc, hub: h, name: name, ready: ch.ready}
+	s := &Sub{C: sc, c: sc, hub: h, name: name, addr: addr, wait: ch.wait}
 	ch.subs = append(ch.subs, s)
-	if c != nil {
-		c.sendMu.Lock()
-		h.mu.Unlock()
-		var err error
-		if open != nil {
-			err = h.open(c, open)
-		} else {
-			err = c.send(true, name)
-		}
-		c.sendMu.Unlock()
-		if err != nil {
-			if open != nil {
-				h.fail(c)
-			}
-			s.Close()
-			return nil, err
-		}
-	} else {
-		h.mu.Unlock()
-	}
+	h.mu.Unlock()
+
 	t := time.NewTimer(confirmWait)
 	defer t.Stop()
 	select {
-	case <-s.ready:
+	case <-s.wait.done:
+		// A waiter that shared a subscription that failed keeps its Sub:
+		// the next connection of the shard subscribes its channel again.
+		if err := s.wait.err; err != nil && (opener || err == errClosed) {
+			s.Close()
+			return nil, err
+		}
 	case <-t.C:
 	case <-ctx.Done():
 		s.Close()
@@ -173,70 +250,24 @@ func (h *Hub) Subscribe(ctx context.Context, name string) (*Sub, error) {
 	return s, nil
 }
 
-// orphansLocked returns first, then every other channel of first's shard
-// that has waiters but no connection (its shard's connection failed to
-// open): a new connection subscribes them all.
-func (h *Hub) orphansLocked(first string) []string {
-	shard := h.chans[first].shard
-	out := []string{first}
-	for n, ch := range h.chans {
-		if n != first && ch.shard == shard && ch.conn == nil && ch.refs > 0 {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// open dials c subscribed to channels (one SUBSCRIBE for all: they are
-// not sent again) and starts its receiver. The caller holds c.sendMu, and
-// releases it before calling fail if open returns an error.
-func (h *Hub) open(c *conn, channels []string) error {
-	ps, err := h.dial(channels)
-	if err != nil {
-		c.err = err
-		return err
-	}
-	// Even if the hub closed meanwhile: Close waits for sendMu, then
-	// closes ps and waits for the receiver.
-	c.ps = ps
-	c.ctx, c.cancel = context.WithCancel(context.Background())
-	c.done = make(chan struct{})
-	go h.receive(c)
-	return nil
-}
-
-// fail forgets c, which could not be opened, and tells the waiters of its
-// channels not to wait for a confirmation; the next Subscribe of the shard
-// opens a new connection, which subscribes them again. It takes h.mu, so
-// it must be called without c.sendMu (h.mu is taken before sendMu).
-func (h *Hub) fail(c *conn) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.conns[c.shard] == c {
-		delete(h.conns, c.shard)
-	}
-	for n, ch := range h.chans {
-		if ch.conn != c {
-			continue
-		}
-		ch.conn = nil
-		ch.pendingSub, ch.pendingUnsub = 0, 0
-		ch.markReady()
-		if ch.refs == 0 {
-			delete(h.chans, n)
-		}
-	}
+// subscribeLocked queues a SUBSCRIBE of ch on c, which new waiters of ch
+// wait for.
+func (h *Hub) subscribeLocked(c *conn, ch *channel) {
+	ch.conn = c
+	ch.pendingSub++
+	ch.wait = newConfirm()
+	h.queueLocked(c, op{name: ch.name, subscribe: true})
 }
 
 // Close withdraws the interest. A wake-up it had received but not consumed
 // is passed on to another waiter of the same channel. Closing a Sub twice
-// does nothing.
+// does nothing. Close never waits for I/O.
 func (s *Sub) Close() {
 	h := s.hub
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	ch := h.chans[s.name]
 	if ch == nil {
-		h.mu.Unlock()
 		return
 	}
 	found := false
@@ -249,7 +280,6 @@ func (s *Sub) Close() {
 		}
 	}
 	if !found {
-		h.mu.Unlock()
 		return
 	}
 	select {
@@ -258,7 +288,6 @@ func (s *Sub) Close() {
 	default:
 	}
 	if ch.refs > 0 || h.closed {
-		h.mu.Unlock()
 		return
 	}
 	c := ch.conn
@@ -266,16 +295,10 @@ func (s *Sub) Close() {
 		if ch.pendingSub == 0 && ch.pendingUnsub == 0 {
 			delete(h.chans, s.name)
 		}
-		h.mu.Unlock()
 		return
 	}
 	ch.pendingUnsub++
-	c.sendMu.Lock()
-	h.mu.Unlock()
-	// If c failed to open meanwhile, open has already forgotten the
-	// channel and this does nothing.
-	_ = c.send(false, s.name)
-	c.sendMu.Unlock()
+	h.queueLocked(c, op{name: s.name, subscribe: false})
 }
 
 // Channels is the number of channels with local waiters.
@@ -291,10 +314,15 @@ func (h *Hub) Channels() int {
 	return n
 }
 
-// Close closes every connection and waits for their receivers. Waiters are
-// woken and stop waiting for confirmations. Each connection is closed once
-// any open or write in progress on it ends (bounded by go-redis's
-// WriteTimeout and a one-second dial limit); connections close in parallel.
+// Close closes every connection. Waiters are woken, and Subscribe calls
+// still waiting for a confirmation fail. Close waits for the hub's
+// goroutines for at most half a second: one stuck in go-redis on an
+// unresponsive server (opening a connection, whose handshake go-redis
+// bounds by its ReadTimeout and not by a context, or writing, bounded by
+// its WriteTimeout) is left to finish by itself, and then closes what it
+// opened and exits. With a ReadTimeout of -1 that lasts until the server
+// answers or drops the connection, or the go-redis client is closed.
+// Close returns the errors of the connections closed within that time.
 func (h *Hub) Close() error {
 	h.mu.Lock()
 	if h.closed {
@@ -302,32 +330,44 @@ func (h *Hub) Close() error {
 		return nil
 	}
 	h.closed = true
+	h.cancel()
 	for _, ch := range h.chans {
-		ch.markReady()
+		ch.markReady(errClosed)
 		ch.wakeAll()
 	}
-	conns := make([]*conn, 0, len(h.conns))
 	for _, c := range h.conns {
-		conns = append(conns, c)
+		c.queue = nil
+		// A connection still opening is closed by its writer (see drain).
+		if ps := c.ps; ps != nil {
+			h.wg.Add(1)
+			go func() {
+				defer h.wg.Done()
+				// Waits for go-redis's PubSub lock, which a reconnection
+				// in progress holds.
+				if err := ps.Close(); err != nil {
+					h.mu.Lock()
+					h.closeErrs = append(h.closeErrs, err)
+					h.mu.Unlock()
+				}
+			}()
+		}
 	}
 	h.mu.Unlock()
-	errs := make([]error, len(conns))
-	var wg sync.WaitGroup
-	for i, c := range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = c.close()
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
 
-func (h *Hub) isClosed() bool {
+	done := make(chan struct{})
+	go func() {
+		h.wg.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(closeGrace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.closed
+	return errors.Join(h.closeErrs...)
 }
 
 func (h *Hub) dispatch(msg any) {
@@ -339,9 +379,12 @@ func (h *Hub) dispatch(msg any) {
 		if ch == nil {
 			return
 		}
-		if m.Payload == WakeAll {
+		switch {
+		case m.Payload == WakeAll:
 			ch.wakeAll()
-		} else {
+		case strings.HasPrefix(m.Payload, GrantPrefix):
+			ch.grant(m.Payload[len(GrantPrefix):])
+		default:
 			ch.wakeOne()
 		}
 	case *redis.Subscription:
@@ -355,7 +398,7 @@ func (h *Hub) dispatch(msg any) {
 				ch.pendingSub--
 			}
 			if ch.pendingSub == 0 && ch.refs > 0 {
-				ch.markReady()
+				ch.markReady(nil)
 			}
 		case "unsubscribe":
 			if ch.pendingUnsub > 0 {
@@ -378,7 +421,7 @@ func (h *Hub) reset(c *conn) {
 			continue
 		}
 		ch.pendingSub, ch.pendingUnsub = 0, 0
-		ch.markReady()
+		ch.markReady(nil)
 		ch.wakeAll()
 		if ch.refs == 0 {
 			delete(h.chans, name)
@@ -386,14 +429,17 @@ func (h *Hub) reset(c *conn) {
 	}
 }
 
-func (ch *channel) markReady() {
-	if ch.ready == nil {
+// markReady ends the wait for the channel's confirmation, with err if it
+// failed. The caller holds Hub.mu.
+func (ch *channel) markReady(err error) {
+	if ch.wait == nil {
 		return
 	}
 	select {
-	case <-ch.ready:
+	case <-ch.wait.done:
 	default:
-		close(ch.ready)
+		ch.wait.err = err
+		close(ch.wait.done)
 	}
 }
 
@@ -406,6 +452,26 @@ func (ch *channel) wakeOne() {
 			ch.subs = append(append(ch.subs[:i:i], ch.subs[i+1:]...), s)
 			return
 		default:
+		}
+	}
+}
+
+// grant gives a grant ("<addr>|<data>") to the waiter subscribed with
+// addr, and wakes it; a grant for nobody here is dropped (the waiter left,
+// and its leaving passed the lock on).
+func (ch *channel) grant(msg string) {
+	addr, data, ok := strings.Cut(msg, "|")
+	if !ok || addr == "" {
+		return
+	}
+	for _, s := range ch.subs {
+		if s.addr == addr {
+			s.grant = data
+			select {
+			case s.c <- struct{}{}:
+			default:
+			}
+			return
 		}
 	}
 }

@@ -34,9 +34,9 @@ func TestSharedSubscription(t *testing.T) {
 		t.Cleanup(func() { _ = h.Close() })
 		ch := "relock:test:{" + redistest.Name(t) + "}"
 
-		a, err := h.Subscribe(ctx, ch)
+		a, err := h.Subscribe(ctx, ch, "")
 		require.NoError(t, err)
-		b, err := h.Subscribe(ctx, ch)
+		b, err := h.Subscribe(ctx, ch, "")
 		require.NoError(t, err)
 		assert.Equal(t, 1, h.Channels())
 		numsub := func() int64 {
@@ -89,7 +89,7 @@ func TestResubscribeAfterLastLeft(t *testing.T) {
 		t.Cleanup(func() { _ = h.Close() })
 		ch := "relock:test:{" + redistest.Name(t) + "}"
 		for i := 0; i < 20; i++ {
-			sub, err := h.Subscribe(ctx, ch)
+			sub, err := h.Subscribe(ctx, ch, "")
 			require.NoError(t, err)
 			require.NoError(t, rdb.Publish(ctx, ch, notify.WakeOne).Err())
 			require.True(t, woken(sub), "round %d: wake-up after resubscribing not delivered", i)
@@ -145,7 +145,7 @@ func TestSubscribeRefused(t *testing.T) {
 		subscribe := func(ch string) chan result {
 			out := make(chan result, 1)
 			go func() {
-				sub, err := h.Subscribe(ctx, ch)
+				sub, err := h.Subscribe(ctx, ch, "")
 				out <- result{sub, err}
 			}()
 			return out
@@ -160,8 +160,9 @@ func TestSubscribeRefused(t *testing.T) {
 		for what, c := range map[string]chan result{"opener": opener, "queued": queued} {
 			select {
 			case r := <-c:
-				assert.Error(t, r.err, what)
+				require.Error(t, r.err, what)
 				assert.Nil(t, r.sub, what)
+				assert.NotContains(t, r.err.Error(), base, "%s: the error names a channel", what)
 			case <-time.After(2 * time.Second):
 				t.Fatalf("%s: Subscribe hung on a refused connection", what)
 			}
@@ -182,7 +183,7 @@ func TestSubscribeRefused(t *testing.T) {
 
 		// Accepted again: the next connection carries the orphaned channel too.
 		g.refuse.Store(false)
-		sz, err := h.Subscribe(ctx, z)
+		sz, err := h.Subscribe(ctx, z, "")
 		require.NoError(t, err)
 		require.NoError(t, rdb.Publish(ctx, z, notify.WakeOne).Err())
 		assert.True(t, woken(sz))
@@ -203,5 +204,88 @@ func TestSubscribeRefused(t *testing.T) {
 		case <-time.After(time.Second):
 			t.Fatal("Close did not return")
 		}
+	})
+}
+
+// TestGrant: a grant reaches only the Sub subscribed with its address,
+// whatever the order of the waiters, and a grant for an address nobody
+// here has wakes nobody.
+func TestGrant(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		rdb := s.Client(t)
+		h := notify.New(rdb)
+		t.Cleanup(func() { _ = h.Close() })
+		ch := "relock:test:{" + redistest.Name(t) + "}:w:"
+
+		plain, err := h.Subscribe(ctx, ch, "")
+		require.NoError(t, err)
+		w1, err := h.Subscribe(ctx, ch, "w1")
+		require.NoError(t, err)
+		w2, err := h.Subscribe(ctx, ch, "w2")
+		require.NoError(t, err)
+		t.Cleanup(plain.Close)
+		t.Cleanup(w1.Close)
+		t.Cleanup(w2.Close)
+
+		for _, to := range []*notify.Sub{w2, w1, w2} {
+			addr, other := "w2", w1
+			if to == w1 {
+				addr, other = "w1", w2
+			}
+			require.NoError(t, rdb.Publish(ctx, ch, notify.GrantPrefix+addr+"|data-"+addr).Err())
+			require.True(t, woken(to), "grant to %s not delivered", addr)
+			g, ok := to.Grant()
+			assert.True(t, ok)
+			assert.Equal(t, "data-"+addr, g)
+			_, ok = to.Grant()
+			assert.False(t, ok, "a grant taken twice")
+			assert.Empty(t, plain.C, "a grant woke a waiter without an address")
+			assert.Empty(t, other.C, "a grant to %s woke another waiter", addr)
+			_, ok = other.Grant()
+			assert.False(t, ok, "a grant to %s reached another waiter", addr)
+		}
+
+		require.NoError(t, rdb.Publish(ctx, ch, notify.GrantPrefix+"gone|data").Err())
+		for _, s := range []*notify.Sub{plain, w1, w2} {
+			assert.False(t, woken(s), "a grant for nobody here woke a waiter")
+		}
+		// Wake-ups still go to any waiter.
+		require.NoError(t, rdb.Publish(ctx, ch, notify.WakeAll).Err())
+		for _, s := range []*notify.Sub{plain, w1, w2} {
+			assert.True(t, woken(s))
+			_, ok := s.Grant()
+			assert.False(t, ok, "a wake-up read as a grant")
+		}
+	})
+}
+
+// TestReconnect: when the pub/sub connection breaks, its waiters are woken
+// (a wake-up may have been lost), go-redis reconnects and resubscribes, and
+// wake-ups are delivered again.
+func TestReconnect(t *testing.T) {
+	redistest.RunReal(t, func(t *testing.T, s *redistest.Server) {
+		redistest.CheckGoroutines(t)
+		ctx := context.Background()
+		rdb := s.Client(t)
+		h := notify.New(rdb)
+		t.Cleanup(func() { _ = h.Close() })
+		ch := "relock:test:{" + redistest.Name(t) + "}"
+		sub, err := h.Subscribe(ctx, ch, "")
+		require.NoError(t, err)
+		t.Cleanup(sub.Close)
+
+		require.NoError(t, rdb.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Err())
+		assert.True(t, woken(sub), "waiter not woken when its connection broke")
+		require.Eventually(t, func() bool {
+			n, err := rdb.PubSubNumSub(ctx, ch).Result()
+			return err == nil && n[ch] == 1
+		}, 3*time.Second, 10*time.Millisecond, "not subscribed again")
+		time.Sleep(50 * time.Millisecond)
+		for len(sub.C) > 0 {
+			<-sub.C // the wake-up of the reconnection
+		}
+		require.NoError(t, rdb.Publish(ctx, ch, notify.WakeOne).Err())
+		assert.True(t, woken(sub), "wake-up after the reconnection not delivered")
 	})
 }

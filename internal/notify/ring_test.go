@@ -84,7 +84,7 @@ func TestRingShards(t *testing.T) {
 				require.NoError(t, err)
 				require.Equal(t, int64(1), n, "the Ring stores %q's keys on another shard than %q", ch, shard)
 
-				s, err := h.Subscribe(ctx, ch)
+				s, err := h.Subscribe(ctx, ch, "")
 				require.NoError(t, err)
 				subs[ch] = s
 			}
@@ -285,5 +285,69 @@ func TestRingSubscribeFails(t *testing.T) {
 		t.Cleanup(func() { _ = holder.Close() })
 		require.NoError(t, mutex.New(holder, name).Lock(context.Background()))
 		lockUntilDeadline(t, relock.New(refusing{rdb, deadRing(t)}), name)
+	})
+}
+
+// TestRingShardDownErrors: with a shard down, Subscribe fails for channels
+// without a connection (the waiter relies on its timer), and its error
+// names the shard, never the channel (which may carry an owner token).
+func TestRingShardDownErrors(t *testing.T) {
+	redistest.CheckGoroutines(t)
+	ctx := context.Background()
+	m := miniredis.RunT(t)
+	ring := newRing(t, &redis.RingOptions{
+		Addrs:              map[string]string{"a": m.Addr(), "b": closedAddr(t)},
+		HeartbeatFrequency: 10 * time.Millisecond,
+	})
+	require.Eventually(t, func() bool { return ring.Len() == 1 }, 5*time.Second, 10*time.Millisecond,
+		"the Ring never marked shard b down")
+	h := notify.New(ring)
+	t.Cleanup(func() { _ = h.Close() })
+	base := redistest.Name(t)
+	for _, shard := range []string{"a", "b"} {
+		ch := channelsOf(h, base+".owner-token", shard, 1)[0]
+		s, err := h.Subscribe(ctx, ch, "")
+		require.Error(t, err, "shard %s", shard)
+		assert.Nil(t, s)
+		assert.Contains(t, err.Error(), fmt.Sprintf("ring shard %q", shard))
+		assert.NotContains(t, err.Error(), "owner-token", "the error names the channel")
+	}
+	assert.Zero(t, h.Channels())
+}
+
+// TestRingSetAddrs: after Ring.SetAddrs removes a shard, connections
+// already open keep serving their shard's channels and no new one opens;
+// after SetAddrs adds a shard, the routing may differ for any channel and
+// Subscribe fails for every one.
+func TestRingSetAddrs(t *testing.T) {
+	twoShards(t, func(t *testing.T, addrs map[string]string) {
+		redistest.CheckGoroutines(t)
+		ctx := context.Background()
+		ring := newRing(t, &redis.RingOptions{Addrs: addrs})
+		h := notify.New(ring)
+		t.Cleanup(func() { _ = h.Close() })
+		a := direct(t, addrs["a"])
+		base := redistest.Name(t)
+		xs := channelsOf(h, base, "a", 2)
+		y := channelsOf(h, base, "b", 1)[0]
+
+		sx, err := h.Subscribe(ctx, xs[0], "")
+		require.NoError(t, err)
+		t.Cleanup(sx.Close)
+
+		ring.SetAddrs(map[string]string{"a": addrs["a"]})
+		sx2, err := h.Subscribe(ctx, xs[1], "")
+		require.NoError(t, err, "a channel of shard a, whose connection is open")
+		t.Cleanup(sx2.Close)
+		require.NoError(t, a.Publish(ctx, xs[1], notify.WakeOne).Err())
+		assert.True(t, woken(sx2))
+		_, err = h.Subscribe(ctx, y, "")
+		assert.Error(t, err, "a connection opened with shard b removed")
+
+		c := miniredis.RunT(t)
+		ring.SetAddrs(map[string]string{"a": addrs["a"], "b": addrs["b"], "c": c.Addr()})
+		_, err = h.Subscribe(ctx, channelsOf(h, base+".2", "a", 1)[0], "")
+		assert.Error(t, err, "subscribed after a shard was added")
+		assert.Equal(t, 2, h.Channels())
 	})
 }

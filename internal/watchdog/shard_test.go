@@ -1,0 +1,130 @@
+package watchdog_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/internal/watchdog"
+)
+
+// servers runs f on the addresses of n healthy servers: miniredis ones,
+// then real redis-servers (the package's and some of the test's own).
+func servers(t *testing.T, n int, f func(t *testing.T, addrs []string)) {
+	t.Run("miniredis", func(t *testing.T) {
+		var addrs []string
+		for range n {
+			m := miniredis.RunT(t)
+			m.ClockTTL(true)
+			addrs = append(addrs, m.Addr())
+		}
+		f(t, addrs)
+	})
+	t.Run("redis", func(t *testing.T) {
+		addrs := []string{redistest.Real(t).Addr}
+		for len(addrs) < n {
+			addrs = append(addrs, redistest.StartServer(t).Addr)
+		}
+		f(t, addrs)
+	})
+}
+
+// closedAddr returns a loopback address nothing listens on.
+func closedAddr(t testing.TB) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
+}
+
+// watchRing sets n mutex keys through ring, watches them with a watchdog
+// renewing to lease, and returns their holds.
+func watchRing(t *testing.T, ring *redis.Ring, w *watchdog.Watchdog, n int, lease time.Duration) []*watchdog.Hold {
+	ctx := context.Background()
+	name := redistest.Name(t)
+	var holds []*watchdog.Hold
+	for i := range n {
+		key := fmt.Sprintf("relock:mutex:{%s.%d}", name, i)
+		require.NoError(t, ring.Set(ctx, key, "token", lease).Err())
+		h := watchdog.NewHold(key, watchdog.KindString, "token")
+		_ = w.Add(h, time.Now(), lease, true)
+		holds = append(holds, h)
+	}
+	return holds
+}
+
+// checkHeld checks that no hold was lost and that every key is still
+// there, through the Ring, with more than half a lease left.
+func checkHeld(t *testing.T, ring *redis.Ring, w *watchdog.Watchdog, holds []*watchdog.Hold, lease time.Duration) {
+	ctx := context.Background()
+	lost := 0
+	for _, h := range holds {
+		if w.Err(h) != nil {
+			lost++
+			continue
+		}
+		pttl, err := ring.PTTL(ctx, h.Key).Result()
+		require.NoError(t, err)
+		assert.Greater(t, pttl, lease/2, "%s not renewed where the Ring routes it", h.Key)
+	}
+	assert.Zero(t, lost, "holds lost out of %d", len(holds))
+}
+
+// TestRingRoundPerShard: on a Ring, a renewal round sends one script call
+// per shard (not one per lock), every call to the shard that holds its
+// keys, and the locks stay held.
+func TestRingRoundPerShard(t *testing.T) {
+	servers(t, 2, func(t *testing.T, addrs []string) {
+		const n, lease = 200, 900 * time.Millisecond // renewed every 300 ms
+		ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": addrs[0], "b": addrs[1]}})
+		t.Cleanup(func() { _ = ring.Close() })
+		counter := &redistest.Counter{}
+		ring.AddHook(counter)
+		w := watchdog.New(ring, lease, nil)
+		t.Cleanup(w.Close)
+		holds := watchRing(t, ring, w, n, lease)
+
+		// Past the first rounds (which load the script on each shard).
+		counter.Reset()
+		require.Eventually(t, func() bool { return counter.RoundTrips() >= 2 }, 3*lease, time.Millisecond)
+		counter.Reset()
+		time.Sleep(2 * lease)
+		rounds, calls := counter.RoundTrips(), counter.Commands()
+		t.Logf("%d locks on 2 shards: %d rounds, %d script calls", n, rounds, calls)
+		require.Positive(t, rounds, "no renewal round")
+		assert.LessOrEqual(t, calls, 2*rounds, "script calls per round on a two-shard Ring")
+		checkHeld(t, ring, w, holds, lease)
+	})
+}
+
+// TestRingShardDown: with one shard of three down, the Ring reroutes that
+// shard's keys to both others; a renewal call that grouped them by their
+// computed shard would renew some on the wrong one (and lose those holds).
+// The watchdog routes every key where the Ring does, and the locks stay
+// held.
+func TestRingShardDown(t *testing.T) {
+	servers(t, 2, func(t *testing.T, addrs []string) {
+		const n, lease = 100, 900 * time.Millisecond
+		ring := redis.NewRing(&redis.RingOptions{
+			Addrs:              map[string]string{"a": addrs[0], "b": closedAddr(t), "c": addrs[1]},
+			HeartbeatFrequency: 10 * time.Millisecond,
+		})
+		t.Cleanup(func() { _ = ring.Close() })
+		require.Eventually(t, func() bool { return ring.Len() == 2 }, 5*time.Second, 10*time.Millisecond,
+			"the Ring never marked shard b down")
+		w := watchdog.New(ring, lease, nil)
+		t.Cleanup(w.Close)
+		holds := watchRing(t, ring, w, n, lease)
+		time.Sleep(3 * lease)
+		checkHeld(t, ring, w, holds, lease)
+	})
+}

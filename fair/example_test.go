@@ -44,7 +44,7 @@ func Example() {
 			_ = l.Unlock(ctx)
 		}()
 		// Let this waiter join the queue before the next one comes.
-		for rdb.LLen(ctx, "relock:fair:{printer}:queue").Val() != int64(i+1) {
+		for rdb.ZCard(ctx, "relock:fair:{printer}:queue").Val() != int64(i+1) {
 			time.Sleep(time.Millisecond)
 		}
 	}

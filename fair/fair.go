@@ -47,8 +47,8 @@ import (
 // A Lock is made by New, is safe for concurrent use and must not be
 // copied. Its zero value is not usable.
 type Lock struct {
-	x                       *core.Exclusive
-	queue, timeouts, prefix string
+	x      *core.Exclusive
+	prefix string // of the waiters' own channels
 }
 
 // New returns a handle on the fair lock called name. It never fails: an
@@ -58,35 +58,19 @@ type Lock struct {
 // timeout.
 func New(c *relock.Client, name string, opts ...relock.LockOption) *Lock {
 	o := core.NewOwner(c, "fair", name, core.Options(opts))
-	hb := o.Cfg.Heartbeat
-	if hb == 0 {
-		hb = core.DefaultHeartbeat
-	}
-	queue, timeouts := o.Keys.Sub("queue"), o.Keys.Sub("timeouts")
 	prefix := o.Keys.Sub("w:") // channel prefix; channels are not keys
-	l := &Lock{queue: queue, timeouts: timeouts, prefix: prefix}
-	ext := core.Extension{
-		Keys: []string{queue, timeouts},
-		AcquireArgs: func(block bool) []any {
-			b := 0
-			if block {
-				b = 1
-			}
-			return []any{b, hb.Milliseconds(), prefix}
-		},
-		ReleaseArgs: []any{prefix},
-		Channel:     prefix + o.Token,
-		// Each attempt is the waiter's heartbeat: several per timeout.
-		MaxWait: min(hb/4, core.MaxWait),
-		Leave: func(ctx context.Context) error {
-			return l.x.Run(ctx, scripts.FairLeave, []string{o.Keys.Lock, queue, timeouts}, o.Token, prefix).Err()
-		},
-	}
+	l := &Lock{prefix: prefix}
 	l.x = core.NewExclusive(o, core.Scripts{
 		Acquire: scripts.FairAcquire,
 		Release: scripts.FairRelease,
 		Abort:   scripts.FairAbort,
-	}, true, watchdog.KindHash, ext)
+		Leave:   scripts.FairLeave,
+	}, true, watchdog.KindHash, core.Extension{
+		Channel: prefix + o.Token,
+		Push:    prefix,
+		// Each attempt is the waiter's heartbeat: several per timeout.
+		MaxWait: min(o.Heartbeat()/4, core.MaxWait),
+	})
 	return l
 }
 
@@ -131,7 +115,9 @@ func (l *Lock) RemainingLease(ctx context.Context) (time.Duration, error) {
 // local deadline): its Lost channel fires and its Unlock returns an error
 // matching relock.ErrNotHeld.
 func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
-	return l.x.ForceUnlockBy(ctx, scripts.FairForceUnlock, []string{l.x.Keys.Lock, l.queue, l.timeouts}, l.prefix)
+	k := l.x.Keys
+	return l.x.ForceUnlockBy(ctx, scripts.FairForceUnlock,
+		[]string{k.Lock, k.Fence, k.Record(l.x.Token), k.Queue, k.Timeouts}, l.prefix)
 }
 
 // Held reports whether this handle holds the lock now, as far as it

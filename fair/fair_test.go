@@ -57,7 +57,7 @@ func assertGoneWithin(t *testing.T, s *redistest.Server, name string, d time.Dur
 
 func queue(t *testing.T, s *redistest.Server, name string) []string {
 	t.Helper()
-	q, err := s.Client(t).LRange(context.Background(), base(name)+":queue", 0, -1).Result()
+	q, err := s.Client(t).ZRange(context.Background(), base(name)+":queue", 0, -1).Result()
 	require.NoError(t, err)
 	return q
 }
@@ -433,15 +433,37 @@ func TestBadInput(t *testing.T) {
 	assert.ErrorIs(t, err, relock.ErrNilClient)
 }
 
-func TestLostHoldRefusesLock(t *testing.T) {
-	locktest.LostHoldRefusesLock(t, locktest.Kind{
-		New: func(c *relock.Client, name string, opts ...relock.LockOption) locktest.Handle {
-			return fair.New(c, name, opts...)
-		},
-		Key:       base,
-		Reentrant: true,
-	})
+// kind describes the fair lock to the tests every lock type shares.
+var kind = locktest.Kind{
+	Grants: true,
+	New: func(c *relock.Client, name string, opts ...relock.LockOption) locktest.Handle {
+		return fair.New(c, name, opts...)
+	},
+	Key:       base,
+	Reentrant: true,
+	Type:      "fair",
+	Tokens: func(ctx context.Context, rdb *redis.Client, name string) []string {
+		return rdb.HKeys(ctx, base(name)).Val()
+	},
 }
+
+func TestLostHoldRefusesLock(t *testing.T) { locktest.LostHoldRefusesLock(t, kind) }
+
+func TestOperator(t *testing.T) { locktest.Operator(t, kind) }
+
+func TestEvents(t *testing.T) { locktest.Events(t, kind) }
+
+func TestObserverPanics(t *testing.T) { locktest.ObserverPanics(t, kind) }
+
+func TestFenceAfterLocalLoss(t *testing.T) { locktest.FenceAfterLocalLoss(t, kind) }
+
+func TestHandOff(t *testing.T) { locktest.HandOff(t, kind) }
+
+func TestGrantLost(t *testing.T) { locktest.GrantLost(t, kind) }
+
+func TestGrantToDeadWaiter(t *testing.T) { locktest.GrantToDeadWaiter(t, kind) }
+
+func TestGrantThenGiveUp(t *testing.T) { locktest.GrantThenGiveUp(t, kind) }
 
 // TestMixedHeartbeats: a waiter with a short heartbeat leaves; the queue
 // must still live as long as the longest heartbeat of the waiters in it,

@@ -60,6 +60,7 @@ func New(c *relock.Client, name string, opts ...relock.LockOption) *Mutex {
 		Acquire: scripts.MutexAcquire,
 		Release: scripts.MutexRelease,
 		Abort:   scripts.MutexAbort,
+		Leave:   scripts.MutexLeave,
 		SetNX:   true,
 	}, false, watchdog.KindString, core.Extension{})}
 }

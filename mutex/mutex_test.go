@@ -431,11 +431,39 @@ func TestBadInput(t *testing.T) {
 	assert.False(t, errors.Is(mutex.New(c, "a}b{c").Unlock(ctx), relock.ErrInvalidName))
 }
 
-func TestLostHoldRefusesLock(t *testing.T) {
-	locktest.LostHoldRefusesLock(t, locktest.Kind{
-		New: func(c *relock.Client, name string, opts ...relock.LockOption) locktest.Handle {
-			return mutex.New(c, name, opts...)
-		},
-		Key: func(name string) string { return "relock:mutex:{" + name + "}" },
-	})
+// kind describes the mutex to the tests every lock type shares.
+var kind = locktest.Kind{
+	Grants:  true,
+	Starves: true,
+	New: func(c *relock.Client, name string, opts ...relock.LockOption) locktest.Handle {
+		return mutex.New(c, name, opts...)
+	},
+	Key:  func(name string) string { return "relock:mutex:{" + name + "}" },
+	Type: "mutex",
+	Tokens: func(ctx context.Context, rdb *redis.Client, name string) []string {
+		v, err := rdb.Get(ctx, "relock:mutex:{"+name+"}").Result()
+		if err != nil {
+			return nil
+		}
+		tok, _, _ := strings.Cut(v, ":")
+		return []string{tok}
+	},
 }
+
+func TestLostHoldRefusesLock(t *testing.T) { locktest.LostHoldRefusesLock(t, kind) }
+
+func TestOperator(t *testing.T) { locktest.Operator(t, kind) }
+
+func TestEvents(t *testing.T) { locktest.Events(t, kind) }
+
+func TestObserverPanics(t *testing.T) { locktest.ObserverPanics(t, kind) }
+
+func TestFenceAfterLocalLoss(t *testing.T) { locktest.FenceAfterLocalLoss(t, kind) }
+
+func TestHandOff(t *testing.T) { locktest.HandOff(t, kind) }
+
+func TestGrantLost(t *testing.T) { locktest.GrantLost(t, kind) }
+
+func TestGrantToDeadWaiter(t *testing.T) { locktest.GrantToDeadWaiter(t, kind) }
+
+func TestGrantThenGiveUp(t *testing.T) { locktest.GrantThenGiveUp(t, kind) }

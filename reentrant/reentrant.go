@@ -50,6 +50,7 @@ func New(c *relock.Client, name string, opts ...relock.LockOption) *Lock {
 		Acquire: scripts.ReentrantAcquire,
 		Release: scripts.ReentrantRelease,
 		Abort:   scripts.ReentrantAbort,
+		Leave:   scripts.ReentrantLeave,
 	}, true, watchdog.KindHash, core.Extension{})}
 }
 

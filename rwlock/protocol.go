@@ -3,6 +3,7 @@ package rwlock
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/lockerr"
@@ -12,10 +13,15 @@ import (
 // protocol is what a handle sends to Redis: read holds are units of class
 // core.Read, write holds of class core.Write, and the handle's own counts
 // of both decide what a release means ("this handle keeps nothing" drops
-// all of its fields). The hold state machine is core.Holder's.
+// all of its holds). The hold state machine is core.Holder's.
 type protocol struct {
-	o  *core.Owner
-	wq string // waiting writers
+	o    *core.Owner
+	keys []string // lock, fence, record, owners, queue, timeouts
+}
+
+func newProtocol(o *core.Owner) *protocol {
+	k := o.Keys
+	return &protocol{o: o, keys: []string{k.Lock, k.Fence, k.Record(o.Token), k.Sub("owners"), k.Queue, k.Timeouts}}
 }
 
 // kindOf is how the scripts spell a class.
@@ -26,6 +32,13 @@ func kindOf(c core.Class) string {
 	return "r"
 }
 
+func (p *protocol) fencing() int {
+	if p.o.Cfg.Fencing {
+		return 1
+	}
+	return 0
+}
+
 func (p *protocol) Refuse(r *core.Request) error {
 	if r.Class == core.Write && r.Held[core.Read] > 0 && r.Held[core.Write] == 0 {
 		return fmt.Errorf("%w: this handle holds read holds only", lockerr.Upgrade)
@@ -33,43 +46,54 @@ func (p *protocol) Refuse(r *core.Request) error {
 	return nil
 }
 
+// Claim is the lease of a write lock granted to this handle while it
+// waits for it (readers are woken, not granted).
+func (p *protocol) Claim() time.Duration { return p.o.Claim() }
+
 func (p *protocol) Acquire(ctx context.Context, r *core.Request) ([]int64, error) {
 	o := p.o
-	keys := []string{o.Keys.Lock, o.Keys.Fence, o.Keys.Record(o.Token), p.wq}
-	fencing, blocking := 0, 0
-	if o.Cfg.Fencing {
-		fencing = 1
-	}
+	blocking, wait := 0, ""
 	if r.Block {
 		blocking = 1
+		if r.Class == core.Write {
+			wait = r.WaitID() // only writers queue
+		}
 	}
-	return o.Run(ctx, scripts.RWAcquire, keys, o.Token, o.Lease().Milliseconds(), r.ID,
-		r.Held[core.Read], r.Held[core.Write], fencing, o.RecordTTL(),
-		kindOf(r.Class), blocking, WriterHeartbeat.Milliseconds()).Int64Slice()
+	return o.Run(ctx, scripts.RWAcquire, p.keys, o.Token, o.Lease().Milliseconds(), r.ID,
+		r.Held[core.Read], r.Held[core.Write], p.fencing(), o.RecordTTL(),
+		kindOf(r.Class), blocking, o.Heartbeat().Milliseconds(), wait,
+		p.Claim().Milliseconds(), o.Keys.Channel).Int64Slice()
 }
 
 func (p *protocol) Release(ctx context.Context, r *core.Request) (int64, error) {
 	o := p.o
 	left := r.Left()
-	keys := []string{o.Keys.Lock, o.Keys.Record(o.Token)}
-	return o.Run(ctx, scripts.RWRelease, keys, o.Token, r.ID, o.Lease().Milliseconds(),
+	return o.Run(ctx, scripts.RWRelease, p.keys, o.Token, r.ID, o.Lease().Milliseconds(),
 		o.RecordTTL(), o.Keys.Channel, kindOf(r.Class), left[core.Read], left[core.Write]).Int64()
 }
 
 func (p *protocol) Abort(ctx context.Context, r *core.Request) error {
 	o := p.o
-	keys := []string{o.Keys.Lock, o.Keys.Record(o.Token), p.wq}
 	// A hold the abort could not undo expires within a lease (the
 	// handle's next acquire from zero holds also drops it).
-	return o.Run(ctx, scripts.RWAbort, keys, o.Token, r.ID, o.RecordTTL(), o.Keys.Channel,
+	return o.Run(ctx, scripts.RWAbort, p.keys, o.Token, r.ID, o.RecordTTL(), o.Keys.Channel,
 		kindOf(r.Class), r.Held[core.Read], r.Held[core.Write]).Err()
+}
+
+func (p *protocol) Leave(ctx context.Context, r *core.Request) error {
+	if r.Class != core.Write {
+		return nil // readers do not queue
+	}
+	o := p.o
+	return o.Run(ctx, scripts.RWLeave, p.keys, o.Token, r.WaitID(), r.Held[core.Read], r.Held[core.Write],
+		o.Keys.Channel, p.Claim().Milliseconds(), p.fencing()).Err()
 }
 
 func (l *RWMutex) counts(ctx context.Context) (r, w int, err error) {
 	if err := l.h.Check(); err != nil {
 		return 0, 0, l.errorf("hold-count", err)
 	}
-	res, err := l.h.Run(ctx, scripts.RWCount, []string{l.h.Keys.Lock}, l.h.Token).Int64Slice()
+	res, err := l.h.Run(ctx, scripts.RWCount, []string{l.p.keys[0], l.p.keys[3]}, l.h.Token).Int64Slice()
 	if err == nil && len(res) != 2 {
 		err = fmt.Errorf("unexpected reply %v", res)
 	}

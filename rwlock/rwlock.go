@@ -3,14 +3,17 @@
 // or one handle for writing, and a waiting writer is never starved by
 // readers.
 //
-// The lock is one Redis hash, relock:rwlock:{name}, with a mode field
-// ("read" or "write") and, per owner handle, its read count, its write
-// count and the server time at which its holds expire. Each handle's holds
-// carry their own lease, so the share of a reader that crashed expires on
-// its own however many other readers come and go; the hash's TTL follows
-// the longest live hold, and the hash disappears with the last one. Without
-// relock.WithLease, the Client's watchdog renews a handle's holds (and only
-// its own) while it holds anything.
+// The lock is a Redis hash, relock:rwlock:{name}, with each owner handle's
+// read and write counts (and the writer's token), and a sorted set
+// relock:rwlock:{name}:owners of each owner's expiry (server time). Each
+// handle's holds carry their own lease, so the share of a reader that
+// crashed expires on its own however many other readers come and go; both
+// keys live as long as the longest live hold and disappear with the last
+// one. Every call does O(log n) work in the number n of handles holding
+// the lock (expired owners are found by score, the longest hold by rank),
+// never a scan of the hash. Without relock.WithLease, the Client's
+// watchdog renews a handle's holds (and only its own) while it holds
+// anything.
 //
 // Reads and writes are reentrant per handle. A handle holding the write
 // lock may also take reads (a downgrade): once it unlocks the write, it
@@ -18,11 +21,19 @@
 // reads that asks for the write lock gets relock.ErrUpgrade at once instead
 // of deadlocking with itself.
 //
-// Writer preference: a writer that waits registers itself next to the lock
-// (relock:rwlock:{name}:wq, refreshed by each of its attempts), and while
-// one does, new reads from other handles wait behind it; a handle that
-// already holds a read re-enters it without waiting. Releasing the write
-// lock wakes every waiter; releasing the last read wakes a waiting writer.
+// Writer preference and hand-over: a writer that has to wait joins the
+// lock's queue of writers (relock:rwlock:{name}:queue and :timeouts,
+// refreshed by each of its attempts: its heartbeat, relock.WithHeartbeat,
+// default 5 s), and while one waits, new reads from other handles wait
+// behind it; a handle that already holds a read re-enters it without
+// waiting. Writers are served in arrival order: when the last hold ends,
+// the release itself makes the longest-waiting writer the owner and pushes
+// it the grant, so it starts without another round trip; a release of the
+// write lock with no writer waiting wakes the waiting readers. Nobody else
+// is woken. A waiting writer that crashes holds new readers back for at
+// most its heartbeat, and a grant to a writer that died right after its
+// last heartbeat blocks the lock for at most half a heartbeat (its claim
+// lease).
 //
 // Ownership is per handle, not per goroutine (Go has no goroutine
 // identity): every goroutine using one handle shares its holds, and two
@@ -31,13 +42,9 @@
 // wait for a read through another handle of the same lock: with a writer
 // waiting, that deadlocks (until ctx ends).
 //
-// Limits: writers are not queued among themselves (a free lock goes to
-// whichever writer tries first), and readers get no reserved turn between
-// two writers, so a continuous stream of writers can delay readers. A
-// waiting writer that crashes holds new readers back for at most
-// WriterHeartbeat. Releasing a handle's last hold reads the whole hash, so
-// its cost grows with the number of handles holding the lock at once. See
-// the relock package documentation for the guarantees and their limits.
+// Limits: readers get no reserved turn between two writers, so a
+// continuous stream of writers can delay readers. See the relock package
+// documentation for the guarantees and their limits.
 package rwlock
 
 import (
@@ -51,13 +58,6 @@ import (
 	"github.com/relock-go/relock/internal/watchdog"
 )
 
-// WriterHeartbeat is how long a waiting writer counts as waiting without
-// showing it is alive. Live writers refresh it at least three times per
-// period while they wait, however long; the registration of a writer whose
-// process died lapses after at most this long, and so does the hold-up of
-// the readers behind it.
-const WriterHeartbeat = 3 * time.Second
-
 // RWMutex is a handle on a named distributed read/write lock. The handle is
 // the owner: it carries a random 128-bit owner token, and only this handle
 // can unlock what it locked. Two handles never share ownership, even for the
@@ -66,8 +66,8 @@ const WriterHeartbeat = 3 * time.Second
 // An RWMutex is made by New, is safe for concurrent use and must not be
 // copied. Its zero value is not usable.
 type RWMutex struct {
-	h  *core.Holder
-	wq string // waiting writers
+	h *core.Holder
+	p *protocol
 }
 
 // New returns a handle on the read/write lock called name. It never fails:
@@ -77,9 +77,10 @@ type RWMutex struct {
 // reentrant or fair lock of the same name: they do not collide.
 func New(c *relock.Client, name string, opts ...relock.LockOption) *RWMutex {
 	o := core.NewOwner(c, "rwlock", name, core.Options(opts))
-	p := &protocol{wq: o.Keys.Sub("wq")}
-	l := &RWMutex{h: core.NewHolder(o, p, watchdog.KindRW, "read", "write"), wq: p.wq}
-	p.o = &l.h.Owner
+	l := &RWMutex{}
+	l.h = core.NewHolder(o, nil, watchdog.KindRW, "read", "write")
+	l.p = newProtocol(&l.h.Owner)
+	l.h.Speak(l.p, l.p.keys[3])
 	return l
 }
 
@@ -135,11 +136,8 @@ func (l *RWMutex) Lock(ctx context.Context) error {
 	}
 	return l.h.Wait(ctx, "lock", core.Write, 1, core.WaitSpec{
 		Channel: l.h.Keys.Channel,
-		MaxWait: WriterHeartbeat / 3,
-		// If this fails, the registration lapses within WriterHeartbeat.
-		Leave: func(ctx context.Context) error {
-			return l.h.Run(ctx, scripts.RWLeave, []string{l.wq}, l.h.Token, l.h.Keys.Channel).Err()
-		},
+		// Each attempt is the waiting writer's heartbeat.
+		MaxWait: min(l.h.Heartbeat()/4, core.MaxWait),
 	})
 }
 
@@ -204,7 +202,9 @@ func (l *RWMutex) RemainingLease(ctx context.Context) (time.Duration, error) {
 // watchdog's next renewal (within a third of the watchdog timeout; with a
 // fixed lease, at their local deadline): their Lost channels fire and
 // their unlocks return an error matching relock.ErrNotHeld.
-func (l *RWMutex) ForceUnlock(ctx context.Context) (bool, error) { return l.h.ForceUnlock(ctx) }
+func (l *RWMutex) ForceUnlock(ctx context.Context) (bool, error) {
+	return l.h.ForceUnlockBy(ctx, scripts.RWForceUnlock, l.p.keys, l.h.Keys.Channel)
+}
 
 // LostErr returns why the handle's most recent holds were lost (see
 // mutex.Mutex.LostErr), or nil if they were not lost.

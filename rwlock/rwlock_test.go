@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -548,11 +549,11 @@ func TestWaitingWriterGivesUp(t *testing.T) {
 		assert.ErrorIs(t, g.err, relock.ErrNotObtained)
 		assert.ErrorIs(t, g.err, context.DeadlineExceeded)
 		// Without the withdrawal, the reader would wait for the writer's
-		// registration to lapse (WriterHeartbeat).
+		// registration to lapse (its heartbeat, 5 s).
 		r := await(t, read, 3*time.Second, "RLock after the writer gave up")
 		require.NoError(t, r.err)
 		assert.Less(t, r.at.Sub(g.at), 500*time.Millisecond, "the writer's withdrawal did not wake the reader")
-		assert.Zero(t, rdb.Exists(ctx, lockKey(name)+":wq").Val(), "waiting-writer registration left behind")
+		assert.Zero(t, rdb.Exists(ctx, lockKey(name)+":queue").Val(), "waiting-writer registration left behind")
 
 		require.NoError(t, r1.RUnlock(ctx))
 		require.NoError(t, r2.RUnlock(ctx))
@@ -568,7 +569,8 @@ func TestCrashedWaitingWriterLapses(t *testing.T) {
 		wc := relock.New(writerRDB)
 		t.Cleanup(func() { _ = wc.Close() })
 		name := redistest.Name(t)
-		r1, r2, w := rwlock.New(c, name), rwlock.New(c, name), rwlock.New(wc, name)
+		const hb = 3 * time.Second
+		r1, r2, w := rwlock.New(c, name), rwlock.New(c, name), rwlock.New(wc, name, relock.WithHeartbeat(hb))
 		require.NoError(t, r1.RLock(ctx))
 
 		locked := async(func() error { return w.Lock(ctx) })
@@ -581,13 +583,13 @@ func TestCrashedWaitingWriterLapses(t *testing.T) {
 		res := await(t, locked, 3*time.Second, "Lock on a closed connection")
 		assert.Error(t, res.err)
 
-		r := await(t, read, rwlock.WriterHeartbeat+3*time.Second, "RLock behind a crashed waiting writer")
+		r := await(t, read, hb+3*time.Second, "RLock behind a crashed waiting writer")
 		require.NoError(t, r.err)
 		waited := r.at.Sub(crashed)
-		assert.GreaterOrEqual(t, waited, rwlock.WriterHeartbeat/2, "the waiting writer did not hold the reader back")
-		// The registration lapses WriterHeartbeat after the writer's last
+		assert.GreaterOrEqual(t, waited, hb/2, "the waiting writer did not hold the reader back")
+		// The registration lapses a heartbeat after the writer's last
 		// attempt; the reader notices on its next try (at most ~1.1 s later).
-		assert.Less(t, waited, rwlock.WriterHeartbeat+2*time.Second, "a crashed waiting writer held readers back too long")
+		assert.Less(t, waited, hb+2*time.Second, "a crashed waiting writer held readers back too long")
 		require.NoError(t, r1.RUnlock(ctx))
 		require.NoError(t, r2.RUnlock(ctx))
 		assert.Empty(t, lockKeys(t, s, name))
@@ -1051,20 +1053,63 @@ func TestLostUnlockReplyThenLock(t *testing.T) {
 	})
 }
 
-func TestLostHoldRefusesLock(t *testing.T) {
-	newSide := func(read bool) func(c *relock.Client, name string, opts ...relock.LockOption) locktest.Handle {
-		return func(c *relock.Client, name string, opts ...relock.LockOption) locktest.Handle {
-			l := rwlock.New(c, name, opts...)
-			if read {
-				return locktest.Side{LockFunc: l.RLock, TryLockFunc: l.TryRLock, UnlockFunc: l.RUnlock, LostFunc: l.Lost}
-			}
-			return l
-		}
+// reader and writer describe the two sides of the read/write lock to the
+// tests every lock type shares; the reader's waiter is a writer.
+var (
+	reader = locktest.Kind{
+		New:       newReader,
+		Key:       lockKey,
+		Reentrant: true,
+		Type:      "rwlock",
+		Mode:      "read",
+		Waiter:    newWriter,
+		Tokens:    rwTokens,
 	}
-	t.Run("read", func(t *testing.T) {
-		locktest.LostHoldRefusesLock(t, locktest.Kind{New: newSide(true), Key: lockKey, Reentrant: true})
-	})
-	t.Run("write", func(t *testing.T) {
-		locktest.LostHoldRefusesLock(t, locktest.Kind{New: newSide(false), Key: lockKey, Reentrant: true})
-	})
+	writer = locktest.Kind{
+		Grants:    true,
+		New:       newWriter,
+		Key:       lockKey,
+		Reentrant: true,
+		Type:      "rwlock",
+		Mode:      "write",
+		Tokens:    rwTokens,
+	}
+)
+
+func newReader(c *relock.Client, name string, opts ...relock.LockOption) locktest.Handle {
+	l := rwlock.New(c, name, opts...)
+	return locktest.Side{Queries: l, LockFunc: l.RLock, TryLockFunc: l.TryRLock, UnlockFunc: l.RUnlock,
+		LostFunc: l.Lost, HeldFunc: l.RHeld, LostErrFunc: l.LostErr}
 }
+
+func newWriter(c *relock.Client, name string, opts ...relock.LockOption) locktest.Handle {
+	return rwlock.New(c, name, opts...)
+}
+
+func rwTokens(ctx context.Context, rdb *redis.Client, name string) []string {
+	return rdb.ZRange(ctx, lockKey(name)+":owners", 0, -1).Val()
+}
+
+// sides runs f for the read side and the write side.
+func sides(t *testing.T, f func(t *testing.T, k locktest.Kind)) {
+	t.Run("read", func(t *testing.T) { f(t, reader) })
+	t.Run("write", func(t *testing.T) { f(t, writer) })
+}
+
+func TestLostHoldRefusesLock(t *testing.T) { sides(t, locktest.LostHoldRefusesLock) }
+
+func TestOperator(t *testing.T) { sides(t, locktest.Operator) }
+
+func TestEvents(t *testing.T) { sides(t, locktest.Events) }
+
+func TestObserverPanics(t *testing.T) { sides(t, locktest.ObserverPanics) }
+
+func TestFenceAfterLocalLoss(t *testing.T) { sides(t, locktest.FenceAfterLocalLoss) }
+
+func TestHandOff(t *testing.T) { sides(t, locktest.HandOff) }
+
+func TestGrantLost(t *testing.T) { sides(t, locktest.GrantLost) }
+
+func TestGrantToDeadWaiter(t *testing.T) { sides(t, locktest.GrantToDeadWaiter) }
+
+func TestGrantThenGiveUp(t *testing.T) { sides(t, locktest.GrantThenGiveUp) }

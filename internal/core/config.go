@@ -21,8 +21,15 @@ type LockConfig struct {
 	Err error
 }
 
-// DefaultHeartbeat is the fair lock's default waiter heartbeat timeout.
+// DefaultHeartbeat is how long a waiter keeps its place in a queue unless
+// it shows it is alive again (relock.WithHeartbeat).
 const DefaultHeartbeat = 5 * time.Second
+
+// StarvationThreshold is how long the longest waiter of a mutex or a
+// reentrant lock may wait before releases stop letting others barge in
+// and hand the lock to it directly, as sync.Mutex's starvation mode does
+// after 1 ms. (The fair lock always hands the lock over.)
+const StarvationThreshold = 10 * time.Millisecond
 
 // CheckLease validates a lease-like duration.
 func CheckLease(what string, d time.Duration) error {
@@ -54,16 +61,19 @@ func CheckName(name string) error {
 // Keys names the Redis keys and channel of one lock. All share the hash
 // tag {name}, so they live in one cluster slot.
 type Keys struct {
-	Lock    string // the lock itself
-	Fence   string // the fencing counter (no TTL; opt-in)
-	Channel string // wake-up channel
-	base    string
+	Lock     string // the lock itself
+	Fence    string // the fencing counter (no TTL; opt-in)
+	Queue    string // waiters in arrival order (sorted set; see queue.lua)
+	Timeouts string // waiters' liveness deadlines (sorted set)
+	Channel  string // wake-up channel
+	base     string
 }
 
 // NewKeys returns the keys of the lock of the given kind and name.
 func NewKeys(kind, name string) Keys {
 	base := "relock:" + kind + ":{" + name + "}"
-	return Keys{Lock: base, Fence: base + ":fence", Channel: base, base: base}
+	return Keys{Lock: base, Fence: base + ":fence", Queue: base + ":queue", Timeouts: base + ":timeouts",
+		Channel: base, base: base}
 }
 
 // Sub returns an auxiliary key of the lock (same hash tag).

@@ -9,14 +9,21 @@ import (
 	"github.com/relock-go/relock/internal/lockerr"
 )
 
-// Scripts is the script set of an exclusive lock type. Their KEYS and ARGV
-// share one layout, to which Extension appends:
+// Scripts is the script set of an exclusive lock type. They all take the
+// same KEYS (lock, fencing counter, request record of the owner, queue,
+// waiter deadlines) and these ARGV:
 //
-//	acquire KEYS lock, fence, record            ARGV token, lease ms, request, count, fencing, record ms
-//	release KEYS lock, record                   ARGV token, request, lease ms, record ms, channel, final
-//	abort   KEYS lock, record                   ARGV token, request, record ms, channel, count before
+//	acquire  token, lease ms, request, count, fencing, record ms, block, heartbeat ms, wait id, claim ms, channel, starve ms
+//	release  token, request, lease ms, record ms, channel, final, starve ms
+//	abort    token, request, record ms, channel, count before, starve ms
+//	leave    token, wait id, count, channel, claim ms, fencing, starve ms
+//
+// where channel is where grants are pushed (the lock's channel, or the
+// prefix of the waiters' own channels for the fair lock), and starve ms is
+// how long the longest waiter may wait before a release hands the lock to
+// it (StarvationThreshold; the fair lock always hands over).
 type Scripts struct {
-	Acquire, Release, Abort *redis.Script
+	Acquire, Release, Abort, Leave *redis.Script
 	// SetNX makes a new hold's first attempt a native SET NX PX (the plain
 	// mutex without fencing): one cheap command when the lock is free, the
 	// acquire script only when it is not (which also recognises a resent
@@ -26,19 +33,11 @@ type Scripts struct {
 
 // Extension is what a lock type adds to the shared exclusive machinery.
 type Extension struct {
-	// Keys are appended to the KEYS of every script.
-	Keys []string
-	// AcquireArgs are appended to the acquire ARGV; block says whether the
-	// caller will wait (a fair lock queues only blocking callers).
-	AcquireArgs func(block bool) []any
-	// ReleaseArgs are appended to the release and abort ARGV.
-	ReleaseArgs []any
-	// Channel overrides the wake-up channel waited on.
-	Channel string
+	// Channel is the channel a waiter subscribes to, and Push the channel
+	// argument of the scripts; both default to the lock's channel.
+	Channel, Push string
 	// MaxWait caps a single timed wait (see WaitSpec).
 	MaxWait time.Duration
-	// Leave runs when a blocking acquire gives up (see WaitSpec.Leave).
-	Leave func(ctx context.Context) error
 }
 
 // Exclusive is a handle of an exclusive lock (mutex, reentrant or fair):
@@ -54,14 +53,22 @@ type exclusive struct {
 	scripts   Scripts
 	reentrant bool
 	ext       Extension
+	keys      []string
 }
 
 // NewExclusive returns the handle state for an exclusive lock.
 func NewExclusive(o Owner, s Scripts, reentrant bool, watchKind string, ext Extension) *Exclusive {
+	if ext.Channel == "" {
+		ext.Channel = o.Keys.Channel
+	}
+	if ext.Push == "" {
+		ext.Push = o.Keys.Channel
+	}
 	x := &Exclusive{ext: ext}
 	p := &exclusive{scripts: s, reentrant: reentrant, ext: ext}
 	x.Holder = NewHolder(o, p, watchKind)
 	p.o = &x.Owner
+	p.keys = []string{o.Keys.Lock, o.Keys.Fence, o.Keys.Record(o.Token), o.Keys.Queue, o.Keys.Timeouts}
 	return x
 }
 
@@ -70,15 +77,7 @@ func (x *Exclusive) Lock(ctx context.Context) error {
 	if err := x.Check(); err != nil {
 		return x.errorf("lock", err)
 	}
-	spec := WaitSpec{
-		Channel: x.Keys.Channel,
-		MaxWait: x.ext.MaxWait,
-		Leave:   x.ext.Leave,
-	}
-	if x.ext.Channel != "" {
-		spec.Channel = x.ext.Channel
-	}
-	return x.Wait(ctx, "lock", Units, 1, spec)
+	return x.Wait(ctx, "lock", Units, 1, WaitSpec{Channel: x.ext.Channel, MaxWait: x.ext.MaxWait})
 }
 
 // TryLock makes one attempt.
@@ -94,11 +93,23 @@ func (x *Exclusive) Unlock(ctx context.Context) error {
 	return x.Release(ctx, "unlock", Units, 1)
 }
 
+// Fence returns the fencing token of the current hold, or 0.
+func (x *Exclusive) Fence() int64 { return x.Holder.Fence(Units) }
+
 func (p *exclusive) Refuse(r *Request) error {
 	if !p.reentrant && r.Held[Units] > 0 {
 		return lockerr.AlreadyHeld
 	}
 	return nil
+}
+
+func (p *exclusive) Claim() time.Duration { return p.o.Claim() }
+
+func (p *exclusive) fencing() int {
+	if p.o.Cfg.Fencing {
+		return 1
+	}
+	return 0
 }
 
 func (p *exclusive) Acquire(ctx context.Context, r *Request) ([]int64, error) {
@@ -112,16 +123,13 @@ func (p *exclusive) Acquire(ctx context.Context, r *Request) ([]int64, error) {
 			return []int64{1, 0}, nil
 		}
 	}
-	keys := append([]string{o.Keys.Lock, o.Keys.Fence, o.Keys.Record(o.Token)}, p.ext.Keys...)
-	fencing := 0
-	if o.Cfg.Fencing {
-		fencing = 1
+	block := 0
+	if r.Block {
+		block = 1
 	}
-	args := []any{o.Token, o.Lease().Milliseconds(), r.ID, r.Held[Units], fencing, o.RecordTTL()}
-	if p.ext.AcquireArgs != nil {
-		args = append(args, p.ext.AcquireArgs(r.Block)...)
-	}
-	return o.Run(ctx, p.scripts.Acquire, keys, args...).Int64Slice()
+	return o.Run(ctx, p.scripts.Acquire, p.keys, o.Token, o.Lease().Milliseconds(), r.ID, r.Held[Units],
+		p.fencing(), o.RecordTTL(), block, o.Heartbeat().Milliseconds(), r.WaitID(),
+		p.Claim().Milliseconds(), p.ext.Push, StarvationThreshold.Milliseconds()).Int64Slice()
 }
 
 func (p *exclusive) Release(ctx context.Context, r *Request) (int64, error) {
@@ -130,17 +138,18 @@ func (p *exclusive) Release(ctx context.Context, r *Request) (int64, error) {
 	if r.Final() {
 		final = 1
 	}
-	keys := append([]string{o.Keys.Lock, o.Keys.Record(o.Token)}, p.ext.Keys...)
-	args := append([]any{o.Token, r.ID, o.Lease().Milliseconds(), o.RecordTTL(), o.Keys.Channel, final}, p.ext.ReleaseArgs...)
-	return o.Run(ctx, p.scripts.Release, keys, args...).Int64()
+	return o.Run(ctx, p.scripts.Release, p.keys, o.Token, r.ID, o.Lease().Milliseconds(), o.RecordTTL(),
+		p.ext.Push, final, StarvationThreshold.Milliseconds()).Int64()
 }
 
 func (p *exclusive) Abort(ctx context.Context, r *Request) error {
 	o := p.o
-	keys := append([]string{o.Keys.Lock, o.Keys.Record(o.Token)}, p.ext.Keys...)
-	args := append([]any{o.Token, r.ID, o.RecordTTL(), o.Keys.Channel, r.Held[Units]}, p.ext.ReleaseArgs...)
-	return o.Run(ctx, p.scripts.Abort, keys, args...).Err()
+	return o.Run(ctx, p.scripts.Abort, p.keys, o.Token, r.ID, o.RecordTTL(), p.ext.Push, r.Held[Units],
+		StarvationThreshold.Milliseconds()).Err()
 }
 
-// Fence returns the fencing token of the current hold, or 0.
-func (x *Exclusive) Fence() int64 { return x.Holder.Fence(Units) }
+func (p *exclusive) Leave(ctx context.Context, r *Request) error {
+	o := p.o
+	return o.Run(ctx, p.scripts.Leave, p.keys, o.Token, r.WaitID(), r.Held[Units], p.ext.Push,
+		p.Claim().Milliseconds(), p.fencing(), StarvationThreshold.Milliseconds()).Err()
+}

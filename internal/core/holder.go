@@ -39,6 +39,20 @@ type Request struct {
 	Held  Counts // the handle's units before the request
 	Block bool   // acquire: the caller waits if refused (may queue)
 	First bool   // acquire: the first attempt of its acquire call
+
+	call *call  // the acquire call, for WaitID
+	op   string // a release's operation, for errors when it is resent
+}
+
+// WaitID identifies a blocking acquire call (all its attempts, its queue
+// entry and the grants addressed to it): 16 hex digits, random, made on
+// first use. It is empty for a one-shot acquire (which never queues) and a
+// release.
+func (r *Request) WaitID() string {
+	if r.call == nil {
+		return ""
+	}
+	return r.call.waitID()
 }
 
 // Left is what the handle keeps after release r.
@@ -69,6 +83,14 @@ type Protocol interface {
 	// Abort undoes acquire r, whose outcome is unknown or whose grant came
 	// after its caller gave up, and withdraws the owner from any queue.
 	Abort(ctx context.Context, r *Request) error
+	// Leave withdraws the blocking call r.Wait, which gave up, from its
+	// queue; a grant made to it that the handle did not take (r.Held says
+	// what the handle holds) is passed on to the next waiter.
+	Leave(ctx context.Context, r *Request) error
+	// Claim is the lease with which a release grants the lock to this
+	// handle while it waits (its first renewal then sets the full lease),
+	// or 0 if the lock type never grants.
+	Claim() time.Duration
 }
 
 // Refusal codes in the second element of an acquire reply.
@@ -94,6 +116,7 @@ type Holder struct {
 	Owner
 	proto     Protocol
 	watchKind string
+	watchAux  string          // a second key the watchdog renews (rwlock owners)
 	modes     [classes]string // Event.Mode of each class
 
 	mu      sync.Mutex
@@ -116,6 +139,13 @@ func NewHolder(o Owner, p Protocol, watchKind string, modes ...string) *Holder {
 	return h
 }
 
+// Speak sets the handle's protocol, and the second key its watchdog renews
+// (if any), for a lock type whose protocol needs the Holder's Owner to
+// exist first. It must be called before the handle is used.
+func (h *Holder) Speak(p Protocol, watchAux string) {
+	h.proto, h.watchAux = p, watchAux
+}
+
 // unlock releases h.mu, then emits the events queued meanwhile: observers
 // run without the handle's lock, so they may call its methods.
 func (h *Holder) unlock() {
@@ -130,129 +160,6 @@ func (h *Holder) unlock() {
 // event returns an event of this handle.
 func (h *Holder) event(t EventType, class Class, err error) Event {
 	return Event{Type: t, Kind: h.Kind, Name: h.Name, Mode: h.modes[class], Owner: Fingerprint(h.Token), Err: err}
-}
-
-// Wait acquires n units of class, waiting as spec says (its Try is set
-// here) until granted or ctx ends; op names the call in errors.
-func (h *Holder) Wait(ctx context.Context, op string, class Class, n int, spec WaitSpec) error {
-	spec.Try = h.acquirer(op, class, n, true)
-	begin := time.Now()
-	err := h.E.Wait(ctx, spec)
-	h.failed(err, class, begin)
-	return err
-}
-
-// Try makes one attempt to acquire n units of class.
-func (h *Holder) Try(ctx context.Context, op string, class Class, n int) (bool, error) {
-	begin := time.Now()
-	ok, _, err := h.acquirer(op, class, n, false)(ctx)
-	h.failed(err, class, begin)
-	return ok, err
-}
-
-// failed reports an acquire call that returned err, if it did.
-func (h *Holder) failed(err error, class Class, begin time.Time) {
-	if err != nil && h.E.Observing() {
-		ev := h.event(EventFailed, class, err)
-		ev.Wait = time.Since(begin)
-		h.E.Emit(ev)
-	}
-}
-
-// acquirer returns one blocking or one-shot acquire of n units of class,
-// for Engine.Wait (op names the call in errors).
-func (h *Holder) acquirer(op string, class Class, n int, block bool) Attempt {
-	first := true
-	begin := time.Now()
-	return func(ctx context.Context) (bool, time.Duration, error) {
-		h.mu.Lock()
-		defer h.unlock()
-		h.syncLostLocked()
-		if err := h.settleLocked(ctx); err != nil {
-			return false, 0, err
-		}
-		if h.lost != nil {
-			return false, 0, h.errorf(op, fmt.Errorf("%w; unlock it before locking again", h.lost))
-		}
-		r := &Request{Class: class, N: n, Held: h.held, Block: block, First: first}
-		first = false
-		if err := h.proto.Refuse(r); err != nil {
-			return false, 0, h.errorf(op, err)
-		}
-		if err := lockerr.CtxGaveUp(ctx); err != nil {
-			return false, 0, err
-		}
-		r.ID = h.NextRequest()
-		start := time.Now()
-		res, err := h.proto.Acquire(ctx, r)
-		if err == nil && len(res) != 2 {
-			err = fmt.Errorf("unexpected reply %v", res)
-		}
-		if err != nil {
-			if !IsRedisError(err) {
-				h.abortLocked(ctx, r)
-			}
-			if gerr := lockerr.CtxGaveUp(ctx); gerr != nil {
-				return false, 0, gerr
-			}
-			return false, 0, h.errorf(op, err)
-		}
-		if res[0] == 1 {
-			gerr := lockerr.CtxGaveUp(ctx)
-			if gerr == nil && errors.Is(h.E.Usable(), lockerr.Closed) {
-				gerr = lockerr.GaveUp(lockerr.Closed)
-			}
-			if gerr != nil {
-				// Granted after the caller's ctx ended (go-redis does not
-				// interrupt a command on ctx end unless told to) or the
-				// client closed: give it back, as x/sync's semaphore does.
-				h.abortLocked(ctx, r)
-				return false, 0, gerr
-			}
-			h.grantedLocked(r, begin, start, res[1])
-			return true, 0, nil
-		}
-		switch res[1] {
-		case ReplyAborted:
-			return false, 0, h.errorf(op, fmt.Errorf("request %s was aborted", r.ID))
-		case ReplyLostHold:
-			cause := fmt.Errorf("%w: re-entry refused: this handle's earlier hold is gone (lease lost)", lockerr.NotHeld)
-			h.loseLocked(cause)
-			return false, 0, h.errorf(op, cause)
-		case ReplyUpgrade:
-			return false, 0, h.errorf(op, fmt.Errorf("%w: this handle holds read holds only", lockerr.Upgrade))
-		}
-		return false, time.Duration(res[1]) * time.Millisecond, nil
-	}
-}
-
-// grantedLocked counts a grant of acquire r, sent at start by a call that
-// began at begin.
-func (h *Holder) grantedLocked(r *Request, begin, start time.Time, fence int64) {
-	if h.held.Zero() {
-		h.hold = watchdog.NewHold(h.Keys.Lock, h.watchKind, h.Token)
-		h.last = h.hold
-		h.since = time.Now()
-		if h.E.Observing() {
-			ev := h.event(EventAcquired, r.Class, nil)
-			ev.Wait = h.since.Sub(begin)
-			h.outbox = append(h.outbox, ev)
-			lost := h.event(EventLost, r.Class, nil)
-			lost.Mode = ""
-			since := h.since
-			h.hold.OnLost = func(cause error) {
-				ev := lost
-				ev.Held, ev.Err = time.Since(since), cause
-				h.E.Emit(ev)
-			}
-		}
-	}
-	if h.held[r.Class] == 0 {
-		h.fence[r.Class] = fence
-	}
-	h.held[r.Class] += r.N
-	// A grant (new or re-entered) set the lease to its full length.
-	h.E.WD.Add(h.hold, start, h.Lease(), h.Watched())
 }
 
 // abortLocked undoes acquire r, whose outcome is unknown, so that a hold
@@ -278,7 +185,18 @@ func (h *Holder) syncLostLocked() {
 // loseLocked declares the current holds lost because of cause, learned
 // from Redis by this handle.
 func (h *Holder) loseLocked(cause error) {
-	if h.hold != nil && h.E.WD.Lose(h.hold, cause) && h.E.Observing() {
+	if h.hold != nil && h.E.WD.Lose(h.hold, cause) {
+		h.lostLocked(cause)
+		return
+	}
+	h.markLostLocked(cause)
+}
+
+// lostLocked takes note of a loss that the watchdog declared for this
+// handle without telling it (see watchdog.Lose): the event is the
+// handle's to report.
+func (h *Holder) lostLocked(cause error) {
+	if h.E.Observing() {
 		ev := h.event(EventLost, Units, cause)
 		ev.Mode, ev.Held = "", time.Since(h.since)
 		h.outbox = append(h.outbox, ev)
@@ -304,7 +222,7 @@ func (h *Holder) settleLocked(ctx context.Context) error {
 	if h.pending == nil {
 		return nil
 	}
-	if err := h.releaseLocked(ctx, "unlock", h.pending.Class, h.pending.N); err != nil && !errors.Is(err, lockerr.NotHeld) {
+	if err := h.releaseLocked(ctx, h.pending.op, h.pending.Class, h.pending.N); err != nil && !errors.Is(err, lockerr.NotHeld) {
 		return err
 	}
 	return nil
@@ -345,7 +263,7 @@ func (h *Holder) releaseLocked(ctx context.Context, op string, class Class, n in
 	}
 	r := h.pending
 	if r == nil {
-		r = &Request{ID: h.NextRequest(), Class: class, N: n, Held: h.held}
+		r = &Request{ID: h.NextRequest(), Class: class, N: n, Held: h.held, op: op}
 	}
 	final := r.Final()
 	if final {
@@ -361,10 +279,11 @@ func (h *Holder) releaseLocked(ctx context.Context, op string, class Class, n in
 			// which the script answers as it answered the first.
 			h.pending = r
 		}
-		if final {
-			// Still held as far as the handle knows: keep it watched (a
-			// renewal will find out if the release did happen).
-			h.E.WD.Restore(h.hold)
+		if final && h.E.WD.Restore(h.hold) {
+			// Still held as far as the handle knows: it is watched again
+			// (a renewal will find out if the release did happen), unless
+			// the Client was closed meanwhile.
+			h.lostLocked(lockerr.ClosedLoss)
 		}
 		return h.errorf(op, err)
 	}
@@ -379,7 +298,9 @@ func (h *Holder) releaseLocked(ctx context.Context, op string, class Class, n in
 	hold := h.hold
 	if !final {
 		// The handle keeps holds, whose lease the release restarted.
-		h.E.WD.Add(hold, start, h.Lease(), h.Watched())
+		if h.E.WD.Add(hold, start, h.Lease(), h.Watched()) {
+			h.lostLocked(lockerr.ClosedLoss)
+		}
 		return nil
 	}
 	h.hold = nil

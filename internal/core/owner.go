@@ -76,6 +76,21 @@ func (o *Owner) Lease() time.Duration {
 	return o.E.WD.Lease()
 }
 
+// Heartbeat is how long this owner's queue entry lasts unless the owner
+// shows it is alive again (relock.WithHeartbeat, default DefaultHeartbeat).
+func (o *Owner) Heartbeat() time.Duration {
+	if o.Cfg.Heartbeat > 0 {
+		return o.Cfg.Heartbeat
+	}
+	return DefaultHeartbeat
+}
+
+// Claim is the lease with which a release grants the lock to this owner
+// while it waits: half its heartbeat (no more than its lease), so that a
+// waiter that died after its last heartbeat holds the lock up for at most
+// that long. The waiter's watchdog turns it into the full lease at once.
+func (o *Owner) Claim() time.Duration { return min(o.Lease(), o.Heartbeat()/2) }
+
 // Watched reports whether the watchdog renews this owner's holds.
 func (o *Owner) Watched() bool { return o.Cfg.Lease == 0 }
 

@@ -5,6 +5,9 @@ package locktest
 
 import (
 	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/relock-go/relock"
 )
@@ -16,6 +19,16 @@ type Handle interface {
 	TryLock(ctx context.Context) (bool, error)
 	Unlock(ctx context.Context) error
 	Lost() <-chan struct{}
+	Held() bool
+	LostErr() error
+	Fence() int64
+}
+
+// Queries are the operator's calls every lock type offers.
+type Queries interface {
+	IsLocked(ctx context.Context) (bool, error)
+	RemainingLease(ctx context.Context) (time.Duration, error)
+	ForceUnlock(ctx context.Context) (bool, error)
 }
 
 // Kind describes a lock type (or one side of one) to the shared tests.
@@ -26,16 +39,42 @@ type Kind struct {
 	Key func(name string) string
 	// Reentrant says whether the holding handle may lock again.
 	Reentrant bool
+	// Type is the lock type's name in events ("mutex"...); Mode is the
+	// events' Mode for this side ("read"/"write" for an rwlock).
+	Type, Mode string
+	// Grants says whether a release hands the lock to a waiter of this
+	// kind directly (not an rwlock's readers); Starves, that it does so
+	// only once the waiter has waited past core.StarvationThreshold.
+	Grants, Starves bool
+	// Waiter, if set, returns the handle that waits behind a holder in
+	// the tests (an rwlock's writer behind its readers); else New.
+	Waiter func(c *relock.Client, name string, opts ...relock.LockOption) Handle
+	// Tokens returns the owner tokens stored for the lock at Redis (to
+	// check that none is ever shown).
+	Tokens func(ctx context.Context, rdb *redis.Client, name string) []string
+}
+
+func (k Kind) waiter(c *relock.Client, name string, opts ...relock.LockOption) Handle {
+	if k.Waiter != nil {
+		return k.Waiter(c, name, opts...)
+	}
+	return k.New(c, name, opts...)
 }
 
 // Side adapts methods (such as an rwlock's RLock/TryRLock/RUnlock) to a
-// Handle.
+// Handle, and embeds the lock's Queries.
 type Side struct {
+	Queries
 	LockFunc    func(ctx context.Context) error
 	TryLockFunc func(ctx context.Context) (bool, error)
 	UnlockFunc  func(ctx context.Context) error
 	LostFunc    func() <-chan struct{}
+	HeldFunc    func() bool
+	LostErrFunc func() error
 }
+
+// Fence implements Handle: a read hold has no fencing token.
+func (s Side) Fence() int64 { return 0 }
 
 // Lock implements Handle.
 func (s Side) Lock(ctx context.Context) error { return s.LockFunc(ctx) }
@@ -48,3 +87,9 @@ func (s Side) Unlock(ctx context.Context) error { return s.UnlockFunc(ctx) }
 
 // Lost implements Handle.
 func (s Side) Lost() <-chan struct{} { return s.LostFunc() }
+
+// Held implements Handle.
+func (s Side) Held() bool { return s.HeldFunc() }
+
+// LostErr implements Handle.
+func (s Side) LostErr() error { return s.LostErrFunc() }

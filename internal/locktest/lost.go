@@ -2,9 +2,12 @@ package locktest
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -90,4 +93,56 @@ func checkOwed(t *testing.T, s *redistest.Server, k Kind, h Handle, name string,
 	require.NoError(t, h.Lock(ctx), "Lock after the owed unlocks")
 	assert.NotEmpty(t, s.Keys(t, k.Key(name)), "the new hold is not at Redis")
 	require.NoError(t, h.Unlock(ctx))
+}
+
+// losePipelines is a go-redis hook that, while on, sends pipelines (the
+// watchdog's renewals) but reports them failed, as replies that were lost.
+type losePipelines struct{ on atomic.Bool }
+
+var errLostReply = errors.New("locktest: pipeline reply lost")
+
+func (l *losePipelines) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (l *losePipelines) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (l *losePipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		if l.on.Load() {
+			for _, c := range cmds {
+				c.SetErr(errLostReply)
+			}
+			return errLostReply
+		}
+		return err
+	}
+}
+
+// FenceAfterLocalLoss: the watchdog declares a hold lost because no
+// renewal reply arrived, although the renewals were applied (the lock is
+// still the owner's at Redis). Once its unlocks are paid, the handle's
+// next Lock starts a new hold with a new, higher fencing token.
+func FenceAfterLocalLoss(t *testing.T, k Kind) {
+	if k.Mode == "read" {
+		t.Skip("read holds have no fencing token")
+	}
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		hook := &losePipelines{}
+		c, rdb := redistest.NewClient(t, s, relock.WithWatchdogTimeout(300*time.Millisecond))
+		rdb.AddHook(hook)
+		h := k.New(c, redistest.Name(t), relock.WithFencing())
+		require.NoError(t, h.Lock(ctx))
+		f1 := h.Fence()
+		require.NotZero(t, f1)
+		hook.on.Store(true)
+		select {
+		case <-h.Lost():
+		case <-time.After(3 * time.Second):
+			t.Fatal("the hold was not declared lost")
+		}
+		hook.on.Store(false)
+		assert.ErrorIs(t, h.Unlock(ctx), relock.ErrNotHeld, "the owed unlock")
+		require.NoError(t, h.Lock(ctx))
+		assert.Greater(t, h.Fence(), f1, "the new hold after a loss has no new fencing token")
+		require.NoError(t, h.Unlock(ctx))
+	})
 }

@@ -1,6 +1,7 @@
 package redistest
 
 import (
+	"bytes"
 	"io"
 	"net"
 	"sync"
@@ -17,6 +18,7 @@ type Proxy struct {
 
 	l     net.Listener
 	black atomic.Bool
+	drop  atomic.Pointer[[]byte] // server-to-client data containing it is dropped
 	wg    sync.WaitGroup
 	mu    sync.Mutex
 	conns []net.Conn
@@ -39,6 +41,17 @@ func NewProxy(t testing.TB, addr string) *Proxy {
 // Blackhole turns the black hole on or off.
 func (p *Proxy) Blackhole(on bool) { p.black.Store(on) }
 
+// Drop makes the proxy drop every chunk of server-to-client data that
+// contains pattern (nil: none), as a pub/sub connection that loses a
+// message: a pushed grant ("g|"), say, while other traffic flows.
+func (p *Proxy) Drop(pattern []byte) {
+	if pattern == nil {
+		p.drop.Store(nil)
+		return
+	}
+	p.drop.Store(&pattern)
+}
+
 func (p *Proxy) accept(addr string) {
 	defer p.wg.Done()
 	for {
@@ -55,16 +68,19 @@ func (p *Proxy) accept(addr string) {
 		p.conns = append(p.conns, down, up)
 		p.mu.Unlock()
 		p.wg.Add(2)
-		go p.pipe(up, down)
-		go p.pipe(down, up)
+		go p.pipe(up, down, false)
+		go p.pipe(down, up, true)
 	}
 }
 
-func (p *Proxy) pipe(dst io.Writer, src io.Reader) {
+func (p *Proxy) pipe(dst io.Writer, src io.Reader, fromServer bool) {
 	defer p.wg.Done()
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
+		if drop := p.drop.Load(); fromServer && drop != nil && bytes.Contains(buf[:n], *drop) {
+			continue
+		}
 		if n > 0 && !p.black.Load() {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return

@@ -1,11 +1,12 @@
 -- fair_acquire: take or re-enter a fair lock, strictly in queue order.
--- (record.lua, clock.lua and fair_common.lua are prepended.)
+-- (record.lua, clock.lua, queue.lua and fair_common.lua are prepended.)
 --
--- KEYS[1] lock hash (owner token -> hold count; TTL = lease)
--- KEYS[2] fencing counter (touched only when ARGV[5] == "1"; no TTL)
+-- KEYS[1] lock hash (owner token -> hold count; "fence" -> the fencing
+--         token of the current hold, with fencing; TTL = lease)
+-- KEYS[2] fencing counter (touched only with fencing; no TTL)
 -- KEYS[3] request record of this owner ("reqid|result", with a TTL)
--- KEYS[4] queue (list of waiting owner tokens)
--- KEYS[5] waiter deadlines (sorted set owner -> server ms)
+-- KEYS[4] queue (sorted set entry -> arrival, see queue.lua)
+-- KEYS[5] waiter deadlines (sorted set entry -> server ms)
 -- ARGV[1] owner token
 -- ARGV[2] lease in milliseconds (> 0)
 -- ARGV[3] request id (unique per owner)
@@ -15,67 +16,78 @@
 -- ARGV[7] "1" if the caller will wait (joins or stays in the queue),
 --         "0" for a one-shot TryLock (never joins the queue)
 -- ARGV[8] heartbeat timeout in milliseconds (> 0)
--- ARGV[9] prefix of the waiters' own wake-up channels
+-- ARGV[9] the caller's wait id ("" for a TryLock)
+-- ARGV[10] claim lease of a grant to this caller, in milliseconds
+-- ARGV[11] prefix of the waiters' own wake-up channels
 --
 -- Reply: {1, fence} acquired; {0, pttl} not yet (pttl: the holder's
--- remaining ms, 0 when the lock is free but another waiter is ahead);
+-- remaining ms, 0 when the lock is granted to an earlier waiter);
 -- {0, -3} request aborted; {0, -4} re-entry on a lost hold.
 --
 -- Time is the server's (TIME), never a client's clock. Every waiting call
 -- refreshes the caller's deadline (its heartbeat), so a live waiter is never
 -- dropped; a dead one is dropped once it reaches the head past its deadline.
+-- A free lock goes to the head of the queue: a release grants it there
+-- (fair_release.lua); finding it free with a live head (its holder's lease
+-- ran out), this call grants it to the head instead of taking it.
 local done = replayed(KEYS[3], ARGV[3])
 if done == 'x' then return {0, -3} end
 if done then return {1, tonumber(done)} end
 
-local lk, qk, zk, tok = KEYS[1], KEYS[4], KEYS[5], ARGV[1]
-local hb = tonumber(ARGV[8])
+local lk, fk, qk, tk, tok = KEYS[1], KEYS[2], KEYS[4], KEYS[5], ARGV[1]
+local hb, prefix = tonumber(ARGV[8]), ARGV[11]
+local mine = q_entry(tok, ARGV[9], ARGV[10], ARGV[5])
 local now = server_ms()
 local held = redis.call('HGET', lk, tok)
 if ARGV[4] ~= '0' and not held then
   return {0, -4}
 end
 
-local function grant()
-  redis.call('HINCRBY', lk, tok, 1)
-  redis.call('PEXPIRE', lk, ARGV[2])
+if held then
   local fence = 0
-  if not held and ARGV[5] == '1' then
-    fence = redis.call('INCR', KEYS[2])
+  if ARGV[4] == '0' then
+    -- This owner holds the lock but counts no hold: a grant made to it
+    -- whose push it missed, or a hold it lost track of (declared lost
+    -- here, or an acquire it could not undo). It is the owner's new hold
+    -- now, with the full lease and, with fencing, a new token.
+    redis.call('HSET', lk, tok, 1)
+    if ARGV[5] == '1' then
+      fence = redis.call('INCR', fk)
+      redis.call('HSET', lk, 'fence', fence)
+    end
+    q_remove(qk, tk, mine)
+  else
+    redis.call('HINCRBY', lk, tok, 1)
   end
+  redis.call('PEXPIRE', lk, ARGV[2])
   remember(KEYS[3], ARGV[3], fence, ARGV[6])
   return {1, fence}
 end
 
-if held then
-  return grant()
-end
-
-local head = prune(qk, zk, now)
 if redis.call('EXISTS', lk) == 0 then
-  if not head or head == tok then
-    if head then
-      redis.call('LPOP', qk)
-      redis.call('ZREM', zk, tok)
+  local head = q_head(qk, tk, now)
+  local htok = head and q_parse(head)
+  if head and htok ~= tok then
+    -- Free, but an earlier waiter goes first: it holds it now.
+    grant_head(lk, fk, qk, tk, prefix, now)
+  else
+    if head then q_remove(qk, tk, head) end
+    q_remove(qk, tk, mine)
+    redis.call('HSET', lk, tok, 1)
+    local fence = 0
+    if ARGV[5] == '1' then
+      fence = redis.call('INCR', fk)
+      redis.call('HSET', lk, 'fence', fence)
     end
-    return grant()
+    redis.call('PEXPIRE', lk, ARGV[2])
+    remember(KEYS[3], ARGV[3], fence, ARGV[6])
+    return {1, fence}
   end
 end
 
 if ARGV[7] == '1' then
-  if not redis.call('ZSCORE', zk, tok) then
-    redis.call('RPUSH', qk, tok)
-  end
-  redis.call('ZADD', zk, now + hb, tok)
-  -- Waiters may have different heartbeats: extend the queue's life to
-  -- this waiter's deadline, never shorten it below another's.
-  extend(qk, hb)
-  extend(zk, hb)
+  q_join(qk, tk, mine, now, hb)
 end
 local pttl = redis.call('PTTL', lk)
-if pttl < 0 then
-  -- Free, but an earlier waiter goes first: make sure it knows.
-  if head then redis.call('PUBLISH', ARGV[9] .. head, '1') end
-  pttl = 0
-end
+if pttl < 0 then pttl = 0 end
 return {0, pttl}

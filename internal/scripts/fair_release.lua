@@ -1,22 +1,19 @@
--- fair_release: give back one hold of a fair lock; the final one wakes the
--- head of the queue (only it) on its own channel.
--- (record.lua, clock.lua and fair_common.lua are prepended.)
+-- fair_release: give back one hold of a fair lock; the final one grants
+-- the lock to the head of the queue, and tells it on its own channel.
+-- (record.lua, clock.lua, queue.lua and fair_common.lua are prepended.)
 --
--- KEYS[1] lock hash
--- KEYS[2] request record of this owner
--- KEYS[3] queue
--- KEYS[4] waiter deadlines
+-- KEYS[1..5] as fair_acquire.lua: lock hash, fencing counter, request
+--            record, queue, waiter deadlines
 -- ARGV[1] owner token
 -- ARGV[2] request id
 -- ARGV[3] lease in milliseconds (> 0), restored on a partial release
 -- ARGV[4] record TTL in milliseconds (> 0)
--- ARGV[5] lock channel (unused: waiters listen on their own channels)
+-- ARGV[5] prefix of the waiters' own wake-up channels
 -- ARGV[6] "1" when this is the owner's final hold
--- ARGV[7] prefix of the waiters' own wake-up channels
 --
 -- Reply: 1 released (now, or by an earlier run of the same request),
 --        0 this owner holds nothing here (nothing is changed).
-if replayed(KEYS[2], ARGV[2]) then
+if replayed(KEYS[3], ARGV[2]) then
   return 1
 end
 
@@ -24,11 +21,11 @@ local tok = ARGV[1]
 if redis.call('HEXISTS', KEYS[1], tok) == 0 then
   return 0
 end
-remember(KEYS[2], ARGV[2], 1, ARGV[4])
+remember(KEYS[3], ARGV[2], 1, ARGV[4])
 if ARGV[6] ~= '1' and redis.call('HINCRBY', KEYS[1], tok, -1) > 0 then
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
   return 1
 end
 redis.call('DEL', KEYS[1])
-wake_head(KEYS[3], KEYS[4], ARGV[7])
+grant_head(KEYS[1], KEYS[2], KEYS[4], KEYS[5], ARGV[5], server_ms())
 return 1

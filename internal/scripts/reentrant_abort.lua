@@ -1,20 +1,20 @@
 -- reentrant_abort: undo an acquire whose outcome is unknown (its caller gave
--- up, e.g. ctx ended while the reply was in flight). (record.lua is
--- prepended.)
+-- up, e.g. ctx ended while the reply was in flight). (record.lua,
+-- clock.lua, queue.lua and handoff.lua are prepended.)
 --
--- KEYS[1] lock hash
--- KEYS[2] request record of this owner
+-- KEYS[1..5] as reentrant_acquire.lua
 -- ARGV[1] owner token
 -- ARGV[2] request id of the abandoned acquire
 -- ARGV[3] record TTL in milliseconds (> 0)
--- ARGV[4] wake-up channel
+-- ARGV[4] the lock's channel
 -- ARGV[5] hold count the owner had before the abandoned acquire
+-- ARGV[6] starvation threshold in milliseconds
 --
 -- Reply: 1 if the abandoned acquire had been applied (now undone), else 0.
 -- The record marks the request aborted either way, so a late copy of it
 -- (a retry on another connection) is refused instead of applied.
-local applied = replayed(KEYS[2], ARGV[2])
-remember(KEYS[2], ARGV[2], 'x', ARGV[3])
+local applied = replayed(KEYS[3], ARGV[2])
+remember(KEYS[3], ARGV[2], 'x', ARGV[3])
 if not applied then
   return 0
 end
@@ -27,9 +27,6 @@ if before > 0 then
   redis.call('HSET', KEYS[1], tok, before)
   return 1
 end
-redis.call('HDEL', KEYS[1], tok)
-if redis.call('HLEN', KEYS[1]) == 0 then
-  redis.call('DEL', KEYS[1])
-  redis.call('PUBLISH', ARGV[4], '1')
-end
+redis.call('DEL', KEYS[1])
+handoff(KEYS[1], KEYS[2], KEYS[4], KEYS[5], ARGV[4], ARGV[6], false)
 return 1

@@ -1,18 +1,18 @@
 -- reentrant_acquire: take or re-enter a reentrant lock.
--- (record.lua is prepended.)
+-- (record.lua, clock.lua, queue.lua and handoff.lua are prepended.)
 --
--- KEYS[1] lock hash (field: owner token, value: hold count; TTL = lease)
--- KEYS[2] fencing counter (touched only when ARGV[5] == "1"; no TTL)
+-- KEYS[1] lock hash (field: owner token, value: hold count; "fence": the
+--         fencing token of the hold, with fencing; TTL = lease)
+-- KEYS[2] fencing counter (touched only with fencing; no TTL)
 -- KEYS[3] request record of this owner (string "reqid|result", with a TTL)
--- ARGV[1] owner token
--- ARGV[2] lease in milliseconds (> 0)
--- ARGV[3] request id (unique per owner)
--- ARGV[4] hold count this owner believes it has (0: a new hold)
--- ARGV[5] "1" to issue a fencing token on a new hold, "0" not to
--- ARGV[6] record TTL in milliseconds (> 0)
+-- KEYS[4] queue (sorted set entry -> arrival, see queue.lua)
+-- KEYS[5] waiter deadlines (sorted set entry -> server ms)
+-- ARGV[1..12] as mutex_acquire.lua (ARGV[4]: the hold count this owner
+--         believes it has, 0 for a new hold; ARGV[6]: record TTL, used)
 --
 -- Reply: {1, fence} acquired (fence 0 without fencing or on re-entry),
---        {0, pttl}  held by another owner (pttl: its remaining ms),
+--        {0, pttl}  held by another owner (pttl: its remaining ms), or
+--                   handed to a starving waiter,
 --        {0, -3}    this request was aborted by its sender,
 --        {0, -4}    re-entry refused: this owner's earlier hold is gone
 --                   (lease lost), so the outer critical section is unsafe.
@@ -23,20 +23,55 @@ local done = replayed(KEYS[3], ARGV[3])
 if done == 'x' then return {0, -3} end
 if done then return {1, tonumber(done)} end
 
-local tok = ARGV[1]
-local held = redis.call('HGET', KEYS[1], tok)
+local lk, fk, qk, tk, tok = KEYS[1], KEYS[2], KEYS[4], KEYS[5], ARGV[1]
+local mine = q_entry(tok, ARGV[9], ARGV[10], ARGV[5])
+local held = redis.call('HGET', lk, tok)
 if ARGV[4] ~= '0' and not held then
   return {0, -4}
 end
-if not held and redis.call('EXISTS', KEYS[1]) == 1 then
-  return {0, redis.call('PTTL', KEYS[1])}
+if held then
+  local fence = 0
+  if ARGV[4] == '0' then
+    -- This owner holds the lock but counts no hold: a grant to it whose
+    -- push it missed, or a hold it lost track of (declared lost here, or
+    -- an acquire it could not undo). It is the owner's new hold now, with
+    -- the full lease and, with fencing, a new token.
+    redis.call('HSET', lk, tok, 1)
+    if ARGV[5] == '1' then
+      fence = redis.call('INCR', fk)
+      redis.call('HSET', lk, 'fence', fence)
+    end
+    if ARGV[9] ~= '' then q_remove(qk, tk, mine) end
+  else
+    redis.call('HINCRBY', lk, tok, 1)
+  end
+  redis.call('PEXPIRE', lk, ARGV[2])
+  remember(KEYS[3], ARGV[3], fence, ARGV[6])
+  return {1, fence}
 end
 
-redis.call('HINCRBY', KEYS[1], tok, 1)
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-local fence = 0
-if not held and ARGV[5] == '1' then
-  fence = redis.call('INCR', KEYS[2])
+local head, now = starving(qk, tk, ARGV[12])
+if redis.call('EXISTS', lk) == 0 then
+  if head and q_parse(head) ~= tok then
+    grant_to(head, lk, fk, qk, tk, ARGV[11], false)
+  else
+    if head then q_remove(qk, tk, head) end
+    if ARGV[9] ~= '' then q_remove(qk, tk, mine) end
+    redis.call('HSET', lk, tok, 1)
+    local fence = 0
+    if ARGV[5] == '1' then
+      fence = redis.call('INCR', fk)
+      redis.call('HSET', lk, 'fence', fence)
+    end
+    redis.call('PEXPIRE', lk, ARGV[2])
+    remember(KEYS[3], ARGV[3], fence, ARGV[6])
+    return {1, fence}
+  end
 end
-remember(KEYS[3], ARGV[3], fence, ARGV[6])
-return {1, fence}
+
+if ARGV[7] == '1' then
+  q_join(qk, tk, mine, now, tonumber(ARGV[8]))
+end
+local pttl = redis.call('PTTL', lk)
+if pttl < 0 then pttl = 0 end
+return {0, pttl}

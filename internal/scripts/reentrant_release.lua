@@ -1,14 +1,14 @@
 -- reentrant_release: give back one hold of a reentrant lock.
--- (record.lua is prepended.)
+-- (record.lua, clock.lua, queue.lua and handoff.lua are prepended.)
 --
--- KEYS[1] lock hash
--- KEYS[2] request record of this owner
+-- KEYS[1..5] as reentrant_acquire.lua
 -- ARGV[1] owner token
 -- ARGV[2] request id
 -- ARGV[3] lease in milliseconds (> 0), restored on a partial release
 -- ARGV[4] record TTL in milliseconds (> 0)
--- ARGV[5] wake-up channel
+-- ARGV[5] the lock's channel
 -- ARGV[6] "1" when this is the owner's final hold (its own count reaches 0)
+-- ARGV[7] starvation threshold in milliseconds
 --
 -- Reply: 1 released (now, or by an earlier run of the same request),
 --        0 this owner holds nothing here (nothing is changed).
@@ -16,7 +16,7 @@
 -- The owner's own count decides what "final" means: a hold that Redis
 -- counted twice (an acquire whose outcome was never learned) is not left
 -- behind after the owner's last Unlock.
-if replayed(KEYS[2], ARGV[2]) then
+if replayed(KEYS[3], ARGV[2]) then
   return 1
 end
 
@@ -24,14 +24,11 @@ local tok = ARGV[1]
 if redis.call('HEXISTS', KEYS[1], tok) == 0 then
   return 0
 end
-remember(KEYS[2], ARGV[2], 1, ARGV[4])
+remember(KEYS[3], ARGV[2], 1, ARGV[4])
 if ARGV[6] ~= '1' and redis.call('HINCRBY', KEYS[1], tok, -1) > 0 then
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
   return 1
 end
-redis.call('HDEL', KEYS[1], tok)
-if redis.call('HLEN', KEYS[1]) == 0 then
-  redis.call('DEL', KEYS[1])
-  redis.call('PUBLISH', ARGV[5], '1')
-end
+redis.call('DEL', KEYS[1])
+handoff(KEYS[1], KEYS[2], KEYS[4], KEYS[5], ARGV[5], ARGV[7], false)
 return 1

@@ -1,19 +1,23 @@
--- renew: extend many holds in one round trip (the watchdog's batch).
+-- renew: extend many holds in one round trip (the watchdog's batch), or
+-- claim holds that a release granted with a short claim lease.
+-- (clock.lua is prepended.)
 --
--- KEYS[i]      lock key of hold i
--- ARGV[1]      lease in milliseconds (> 0)
--- ARGV[2i]     kind of hold i: "m" mutex (string), "h" hash of owner counts
+-- KEYS         the keys of the holds, in order: one per hold, two for a
+--              "w" hold (its lock hash, then its owners' sorted set)
+-- ARGV[3i-2]   kind of hold i: "m" mutex (string), "h" hash of owner counts
 --              (reentrant, fair), "w" read/write lock
--- ARGV[2i+1]   owner token of hold i
+-- ARGV[3i-1]   owner token of hold i
+-- ARGV[3i]     lease of hold i in milliseconds (> 0)
 --
 -- Reply: array, element i is 1 if hold i was extended, 0 if this owner no
 -- longer holds that lock (it is gone or someone else's). A missing lock is
 -- never recreated, and only this owner's own hold is extended.
-local lease = tonumber(ARGV[1])
 local now -- server time in ms (clock.lua), read once when a "w" hold needs it
-local out = {}
-for i, key in ipairs(KEYS) do
-  local kind, tok = ARGV[2 * i], ARGV[2 * i + 1]
+local out, k = {}, 1
+for i = 1, #ARGV / 3 do
+  local kind, tok, lease = ARGV[3 * i - 2], ARGV[3 * i - 1], tonumber(ARGV[3 * i])
+  local key = KEYS[k]
+  k = k + 1
   local ok = 0
   if kind == 'm' then
     local v = redis.call('GET', key)
@@ -28,15 +32,20 @@ for i, key in ipairs(KEYS) do
     end
   elseif kind == 'w' then
     -- Only this owner's expiry moves (see rwlock_common.lua); another
-    -- owner's, even an expired one's, is left alone. The hash then lives
+    -- owner's, even an expired one's, is left alone. Both keys then live
     -- at least as long as this owner's holds.
-    local f = redis.call('HMGET', key, tok .. ':e', tok .. ':r', tok .. ':w')
-    if f[1] and (f[2] or f[3]) then
+    local owners = KEYS[k]
+    k = k + 1
+    local e = redis.call('ZSCORE', owners, tok)
+    local f = redis.call('HMGET', key, tok .. ':r', tok .. ':w')
+    if e and (f[1] or f[2]) then
       now = now or server_ms()
-      if tonumber(f[1]) > now then
-        redis.call('HSET', key, tok .. ':e', now + lease)
-        if redis.call('PTTL', key) < lease then
-          redis.call('PEXPIRE', key, lease)
+      if tonumber(e) > now then
+        redis.call('ZADD', owners, now + lease, tok)
+        for _, kk in ipairs({key, owners}) do
+          if redis.call('PTTL', kk) < lease then
+            redis.call('PEXPIRE', kk, lease)
+          end
         end
         ok = 1
       end

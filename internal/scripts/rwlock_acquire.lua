@@ -1,14 +1,14 @@
 -- rwlock_acquire: take or re-enter a read or write hold of a read/write
--- lock (see rwlock_common.lua for the hash). (record.lua,
--- clock.lua and rwlock_common.lua are prepended.)
+-- lock (see rwlock_common.lua for its data). (record.lua, clock.lua,
+-- queue.lua and rwlock_common.lua are prepended.)
 --
 -- KEYS[1] lock hash
--- KEYS[2] fencing counter (touched only for a new write hold when
---         ARGV[6] == "1"; no TTL)
+-- KEYS[2] fencing counter (touched only for a new write hold with
+--         fencing; no TTL)
 -- KEYS[3] request record of this owner (string "reqid|result", with a TTL)
--- KEYS[4] waiting writers: sorted set of owner tokens, each scored with the
---         server time (ms) until which it counts as waiting; TTL = the
---         latest of those
+-- KEYS[4] owners (sorted set owner -> expiry)
+-- KEYS[5] queue of waiting writers (see queue.lua)
+-- KEYS[6] waiting writers' deadlines
 -- ARGV[1] owner token
 -- ARGV[2] lease in milliseconds (> 0)
 -- ARGV[3] request id (unique per owner)
@@ -18,9 +18,11 @@
 -- ARGV[7] record TTL in milliseconds (> 0)
 -- ARGV[8] "r" for a read hold, "w" for a write hold
 -- ARGV[9] "1" when the caller waits if refused (a refused writer then
---         registers as waiting), "0" for a single try
--- ARGV[10] how long (ms) a waiting writer's registration lasts unless its
---         next attempt refreshes it
+--         joins the queue), "0" for a single try
+-- ARGV[10] heartbeat timeout of a waiting writer, in milliseconds
+-- ARGV[11] the caller's wait id ("" for a single try)
+-- ARGV[12] claim lease of a write grant to this caller, in milliseconds
+-- ARGV[13] the lock's channel
 --
 -- Reply: {1, fence} acquired (fence: the token of a new write hold with
 --                   fencing, else 0),
@@ -31,28 +33,50 @@
 --        {0, -5}    write refused: this owner holds only read holds (an
 --                   upgrade would deadlock).
 --
--- A read is granted when nobody else writes and no live writer waits
--- (writer preference), or at once when the owner already holds a read or
--- the write (re-entry, downgrade). A write is granted when the hash is
--- absent or the owner already writes. Idempotent: a retried request finds
--- its record and answers as the first run did.
+-- A read is granted when nobody writes and no live writer waits (writer
+-- preference), or at once when the owner already holds a read or the
+-- write (re-entry, downgrade). A write is granted when no other owner
+-- holds anything and no writer waits longer (writers are served in
+-- arrival order), or at once when the owner already writes. Idempotent:
+-- a retried request finds its record and answers as the first run did.
 local done = replayed(KEYS[3], ARGV[3])
 if done == 'x' then return {0, -3} end
 if done then return {1, tonumber(done)} end
 
-local key, wq, tok = KEYS[1], KEYS[4], ARGV[1]
+local key, fk, ok, qk, tk, tok = KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], ARGV[1]
 local lease = tonumber(ARGV[2])
 local haveR, haveW = tonumber(ARGV[4]), tonumber(ARGV[5])
 local write = ARGV[8] == 'w'
+local mine = q_entry(tok, ARGV[11], ARGV[12], ARGV[6])
 local now = server_ms()
+rw_expire(key, ok, now)
 
-if haveR == 0 and haveW == 0 and redis.call('HEXISTS', key, tok .. ':e') == 1 then
-  -- The owner holds nothing by its own count: these fields are left over
-  -- from an acquire whose outcome it never learned and could not undo.
-  redis.call('HDEL', key, tok .. ':r', tok .. ':w', tok .. ':e')
-  settle(key, now)
+local r, w = rw_holds(key, tok)
+if haveR == 0 and haveW == 0 and (r > 0 or w > 0) then
+  if write and w > 0 and r == 0 then
+    -- A write grant to this owner whose push it missed, or a write hold
+    -- it lost track of: its new hold now, with the full lease and, with
+    -- fencing, a new token.
+    redis.call('HSET', key, tok .. ':w', 1)
+    redis.call('ZADD', ok, now + lease, tok)
+    extend(key, lease)
+    extend(ok, lease)
+    q_remove(qk, tk, mine)
+    local fence = 0
+    if ARGV[6] == '1' then
+      fence = redis.call('INCR', fk)
+      redis.call('HSET', key, 'fence', fence)
+    end
+    remember(KEYS[3], ARGV[3], fence, ARGV[7])
+    return {1, fence}
+  end
+  -- Left over from an acquire whose outcome this owner never learned and
+  -- could not undo (it counts nothing): drop it.
+  rw_drop(key, ok, tok)
+  r, w = 0, 0
+  rw_fit(key, ok, now)
+  rw_handoff(key, ok, fk, qk, tk, ARGV[13], now, true)
 end
-local r, w = holds(key, tok, now)
 if (haveR > 0 and r == 0) or (haveW > 0 and w == 0) then
   return {0, -4}
 end
@@ -60,36 +84,30 @@ if write and r > 0 and w == 0 then
   return {0, -5}
 end
 
--- grantable returns true, or false and whether the hash (not the waiting
--- writers) is what refuses.
-local function grantable()
-  local mode = redis.call('HGET', key, 'mode')
-  if write then return not mode or w > 0, true end
-  if r > 0 or w > 0 then return true end
-  if mode == 'write' then return false, true end
-  redis.call('ZREMRANGEBYSCORE', wq, '-inf', now)
-  return redis.call('EXISTS', wq) == 0, false
-end
-local ok, byHash = grantable()
-if not ok and byHash then
-  -- An expired hold may outlive its key's TTL by a millisecond, or linger
-  -- while other holds keep the hash alive: drop such holds, decide again.
-  settle(key, now)
-  ok, byHash = grantable()
+local grantable
+if write then
+  if w > 0 then
+    grantable = true
+  else
+    local others = redis.call('ZCARD', ok)
+    if redis.call('ZSCORE', ok, tok) then others = others - 1 end
+    local head = q_head(qk, tk, now)
+    grantable = others == 0 and (not head or q_parse(head) == tok)
+    if others == 0 and head and not grantable then
+      -- Free, but an earlier writer goes first: it holds it now.
+      rw_handoff(key, ok, fk, qk, tk, ARGV[13], now, false)
+    end
+  end
+else
+  grantable = r > 0 or w > 0 or
+    (redis.call('HEXISTS', key, 'writer') == 0 and not q_head(qk, tk, now))
 end
 
-if not ok then
+if not grantable then
   if write and ARGV[9] == '1' then
-    redis.call('ZREMRANGEBYSCORE', wq, '-inf', now)
-    redis.call('ZADD', wq, now + tonumber(ARGV[10]), tok)
-    local latest = redis.call('ZRANGE', wq, -1, -1, 'WITHSCORES')
-    redis.call('PEXPIRE', wq, tonumber(latest[2]) - now)
+    q_join(qk, tk, mine, now, tonumber(ARGV[10]))
   end
   local wait = redis.call('PTTL', key)
-  if wait <= 0 then
-    local latest = redis.call('ZRANGE', wq, -1, -1, 'WITHSCORES')
-    wait = latest[2] and tonumber(latest[2]) - now or 1
-  end
   if wait < 1 then wait = 1 end
   return {0, wait}
 end
@@ -97,14 +115,16 @@ end
 local fence = 0
 if write then
   if w == 0 and ARGV[6] == '1' then
-    fence = redis.call('INCR', KEYS[2])
+    fence = redis.call('INCR', fk)
+    redis.call('HSET', key, 'fence', fence)
   end
-  redis.call('HSET', key, 'mode', 'write', tok .. ':w', w + 1, tok .. ':e', now + lease)
-  redis.call('ZREM', wq, tok)
+  redis.call('HSET', key, 'writer', tok, tok .. ':w', w + 1)
+  q_remove(qk, tk, mine)
 else
-  redis.call('HSET', key, tok .. ':r', r + 1, tok .. ':e', now + lease)
-  redis.call('HSETNX', key, 'mode', 'read')
+  redis.call('HSET', key, tok .. ':r', r + 1)
 end
+redis.call('ZADD', ok, now + lease, tok)
 extend(key, lease)
+extend(ok, lease)
 remember(KEYS[3], ARGV[3], fence, ARGV[7])
 return {1, fence}

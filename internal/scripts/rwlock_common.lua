@@ -1,72 +1,87 @@
--- rwlock_common: functions shared by the read/write-lock scripts, prepended
--- (after record.lua and clock.lua) to each of them (rwlock_acquire, rwlock_release,
--- rwlock_abort, rwlock_count).
+-- rwlock_common: what the read/write-lock scripts share, prepended after
+-- record.lua, clock.lua and queue.lua.
 --
--- The lock is one hash with these fields:
---   mode        "write" while some owner has a :w field, else "read"
---   <token>:r   that owner's read hold count
---   <token>:w   that owner's write hold count (one owner at most)
---   <token>:e   that owner's hold expiry, server time in ms: its read and
---               write holds count only while this lies in the future, so a
---               crashed reader's share expires on its own
--- and a TTL that follows the longest live hold (the largest :e), so the
--- hash disappears with its last hold.
+-- The lock is a hash and a sorted set under its hash tag:
+--   hash key   "writer"   -> the token of the owner holding the write lock
+--                            (only while one does)
+--              "<tok>:r"  -> that owner's read hold count
+--              "<tok>:w"  -> that owner's write hold count
+--              "fence"    -> the fencing token of the current write hold
+--   zset owners  owner token -> server time (ms) at which its holds expire;
+--              an owner's holds count only while this lies in the future,
+--              so a crashed reader's share expires on its own.
+-- Both keys live as long as the longest hold (their TTL follows the
+-- largest expiry) and go with the last hold. The queue (queue.lua) holds
+-- the waiting writers, served in arrival order. Every call does O(log n)
+-- work in the number n of owners: expired owners are found by score, the
+-- longest hold by rank, and each expired owner is dropped once.
 
--- holds returns owner tok's live read and write counts: 0, 0 when it has
--- none or its expiry has passed.
-local function holds(key, tok, now)
-  local f = redis.call('HMGET', key, tok .. ':r', tok .. ':w', tok .. ':e')
-  if not f[3] or tonumber(f[3]) <= now then
-    return 0, 0
+-- rw_expire drops the holds of owners whose expiry has passed.
+local function rw_expire(key, ok, now)
+  local gone = redis.call('ZRANGEBYSCORE', ok, '-inf', now)
+  if #gone == 0 then return end
+  local writer = redis.call('HGET', key, 'writer')
+  for _, tok in ipairs(gone) do
+    redis.call('HDEL', key, tok .. ':r', tok .. ':w')
+    if tok == writer then redis.call('HDEL', key, 'writer', 'fence') end
   end
-  return tonumber(f[1] or 0), tonumber(f[2] or 0)
+  redis.call('ZREMRANGEBYSCORE', ok, '-inf', now)
 end
 
--- extend makes the hash live at least lease ms: after a hold was added or
--- renewed, the longest live hold is the longer of the current TTL and the
--- new lease (no need to look at the other holds).
-local function extend(key, lease)
-  if redis.call('PTTL', key) < lease then
-    redis.call('PEXPIRE', key, lease)
-  end
-end
-
--- settle drops the holds of owners whose expiry has passed, sets mode, and
--- shrinks the TTL to the longest remaining hold, or deletes the hash when
--- none remains; it returns whether the hash remains. It reads the whole
--- hash, O(number of owners): acceptable because the handles holding one
--- lock at once are few, and it runs only when a handle's holds end (its
--- last release, an abort) or an acquire is refused, never on a plain grant.
-local function settle(key, now)
-  local all = redis.call('HGETALL', key)
-  local owners = {}
-  for i = 1, #all, 2 do
-    local tok, k = string.match(all[i], '^(.+):([rwe])$')
-    if tok then
-      local o = owners[tok]
-      if not o then
-        o = {}
-        owners[tok] = o
-      end
-      o[k] = all[i + 1]
-    end
-  end
-  local last, write = 0, false
-  for tok, o in pairs(owners) do
-    local e = tonumber(o.e or 0)
-    if e <= now or not (o.r or o.w) then
-      redis.call('HDEL', key, tok .. ':r', tok .. ':w', tok .. ':e')
-    else
-      if e > last then last = e end
-      if o.w then write = true end
-    end
-  end
-  if last == 0 then
-    redis.call('DEL', key)
+-- rw_fit sets both keys' TTL to the longest live hold, or deletes both
+-- when no hold is left; it returns whether holds are left.
+local function rw_fit(key, ok, now)
+  local last = redis.call('ZRANGE', ok, -1, -1, 'WITHSCORES')
+  if #last == 0 then
+    redis.call('DEL', key, ok)
     return false
   end
-  redis.call('HSET', key, 'mode', write and 'write' or 'read')
-  redis.call('PEXPIRE', key, last - now)
+  local ttl = tonumber(last[2]) - now
+  redis.call('PEXPIRE', key, ttl)
+  redis.call('PEXPIRE', ok, ttl)
   return true
 end
 
+-- rw_holds returns owner tok's read and write counts (after rw_expire:
+-- only live holds are left).
+local function rw_holds(key, tok)
+  local f = redis.call('HMGET', key, tok .. ':r', tok .. ':w')
+  return tonumber(f[1] or 0), tonumber(f[2] or 0)
+end
+
+-- rw_drop removes every hold of owner tok.
+local function rw_drop(key, ok, tok)
+  redis.call('HDEL', key, tok .. ':r', tok .. ':w')
+  redis.call('ZREM', ok, tok)
+  if redis.call('HGET', key, 'writer') == tok then
+    redis.call('HDEL', key, 'writer', 'fence')
+  end
+end
+
+-- rw_handoff admits whom the lock can admit now: with no hold left, the
+-- longest-waiting live writer is granted the write lock (with its claim
+-- lease) and told on the lock's channel; otherwise, if wake_readers and
+-- no writer waits, every waiter is woken (readers held back by a writer).
+-- Nobody else is woken.
+local function rw_handoff(key, ok, fk, qk, tk, channel, now, wake_readers)
+  local free = redis.call('EXISTS', ok) == 0
+  if free then
+    local tok, wait, claim, fencing = q_grant(qk, tk, now)
+    if tok then
+      local fence = 0
+      if fencing == '1' then
+        fence = redis.call('INCR', fk)
+        redis.call('HSET', key, 'fence', fence)
+      end
+      redis.call('HSET', key, 'writer', tok, tok .. ':w', 1)
+      redis.call('ZADD', ok, now + claim, tok)
+      redis.call('PEXPIRE', key, claim)
+      redis.call('PEXPIRE', ok, claim)
+      q_push(channel, wait, fence)
+      return
+    end
+  end
+  if wake_readers and not q_head(qk, tk, now) then
+    redis.call('PUBLISH', channel, '*')
+  end
+end

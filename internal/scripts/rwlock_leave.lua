@@ -1,13 +1,25 @@
--- rwlock_leave: a writer that gave up waiting stops counting as waiting,
--- and the readers held back by it are woken.
+-- rwlock_leave: a writer that gave up waiting leaves the queue; a write
+-- grant made to it that it did not take is handed on, and readers that
+-- it held back are woken if no other writer waits. (record.lua,
+-- clock.lua, queue.lua and rwlock_common.lua are prepended.)
 --
--- KEYS[1] waiting writers (sorted set of owner tokens)
+-- KEYS[1..6] as rwlock_acquire.lua
 -- ARGV[1] owner token
--- ARGV[2] wake-up channel
+-- ARGV[2] the writer's wait id
+-- ARGV[3] read holds the owner has (by its own count)
+-- ARGV[4] write holds the owner has (by its own count)
+-- ARGV[5] the lock's channel
+-- ARGV[6] the writer's claim lease (ms), as in its queue entry
+-- ARGV[7] the writer's fencing flag, as in its queue entry
 --
--- Reply: 1 if the owner was registered as waiting (now removed), else 0.
-if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then
-  redis.call('PUBLISH', ARGV[2], '*')
-  return 1
+-- Reply: 1.
+local key, ok, tok = KEYS[1], KEYS[4], ARGV[1]
+q_remove(KEYS[5], KEYS[6], q_entry(tok, ARGV[2], ARGV[6], ARGV[7]))
+local now = server_ms()
+rw_expire(key, ok, now)
+if ARGV[3] == '0' and ARGV[4] == '0' and redis.call('HEXISTS', key, tok .. ':w') == 1 then
+  rw_drop(key, ok, tok) -- granted to this writer, never taken
+  rw_fit(key, ok, now)
 end
-return 0
+rw_handoff(key, ok, KEYS[2], KEYS[5], KEYS[6], ARGV[5], now, true)
+return 1

@@ -1,13 +1,12 @@
 -- rwlock_release: give back one read or write hold of a read/write lock.
--- (record.lua, clock.lua and rwlock_common.lua are prepended.)
+-- (record.lua, clock.lua, queue.lua and rwlock_common.lua are prepended.)
 --
--- KEYS[1] lock hash (see rwlock_common.lua)
--- KEYS[2] request record of this owner
+-- KEYS[1..6] as rwlock_acquire.lua
 -- ARGV[1] owner token
 -- ARGV[2] request id
 -- ARGV[3] lease in milliseconds (> 0), restored when the owner keeps holds
 -- ARGV[4] record TTL in milliseconds (> 0)
--- ARGV[5] wake-up channel
+-- ARGV[5] the lock's channel
 -- ARGV[6] "r" to give back a read hold, "w" a write hold
 -- ARGV[7] read holds the owner keeps after this release (its own count)
 -- ARGV[8] write holds the owner keeps after this release (its own count)
@@ -16,39 +15,40 @@
 --        0 this owner has no live hold of that kind (nothing is changed).
 --
 -- The owner's own counts decide what is final: at 0 its field goes, and
--- when it keeps nothing all of its fields go, so a hold that Redis counted
+-- when it keeps nothing all of its holds go, so a hold that Redis counted
 -- twice (an acquire whose outcome was never learned) is not left behind.
--- Releasing a write wakes every waiter (readers may join a downgraded
--- holder); a release that frees the lock wakes every waiter too (a writer
--- waiting for the last reader). The TTL shrinks to the longest hold left.
-if replayed(KEYS[2], ARGV[2]) then
+-- Once nobody holds the lock, the longest-waiting writer is granted it;
+-- releasing the write lock with no writer waiting wakes the readers.
+if replayed(KEYS[3], ARGV[2]) then
   return 1
 end
 
-local key, tok, kind = KEYS[1], ARGV[1], ARGV[6]
+local key, fk, ok, qk, tk, tok, kind = KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], ARGV[1], ARGV[6]
 local leftR, leftW = tonumber(ARGV[7]), tonumber(ARGV[8])
 local now = server_ms()
-local r, w = holds(key, tok, now)
+rw_expire(key, ok, now)
+local r, w = rw_holds(key, tok)
 local have, left = r, leftR
 if kind == 'w' then have, left = w, leftW end
 if have == 0 then
   return 0
 end
-remember(KEYS[2], ARGV[2], 1, ARGV[4])
+remember(KEYS[3], ARGV[2], 1, ARGV[4])
 local lease = tonumber(ARGV[3])
 local field = tok .. ':' .. kind
 if left > 0 and redis.call('HINCRBY', key, field, -1) > 0 then
-  redis.call('HSET', key, tok .. ':e', now + lease)
+  redis.call('ZADD', ok, now + lease, tok)
   extend(key, lease)
+  extend(ok, lease)
   return 1
 end
 if leftR == 0 and leftW == 0 then
-  redis.call('HDEL', key, tok .. ':r', tok .. ':w', tok .. ':e')
+  rw_drop(key, ok, tok)
 else
   redis.call('HDEL', key, field)
-  redis.call('HSET', key, tok .. ':e', now + lease)
+  if kind == 'w' then redis.call('HDEL', key, 'writer', 'fence') end
+  redis.call('ZADD', ok, now + lease, tok)
 end
-if not settle(key, now) or kind == 'w' then
-  redis.call('PUBLISH', ARGV[5], '*')
-end
+rw_fit(key, ok, now)
+rw_handoff(key, ok, fk, qk, tk, ARGV[5], now, kind == 'w')
 return 1

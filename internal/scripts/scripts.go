@@ -29,10 +29,18 @@ var (
 	reentrantRelease string
 	//go:embed reentrant_abort.lua
 	reentrantAbort string
+	//go:embed reentrant_leave.lua
+	reentrantLeave string
+	//go:embed mutex_leave.lua
+	mutexLeave string
+	//go:embed handoff.lua
+	handoffLua string
 	//go:embed renew.lua
 	renew string
 	//go:embed force_unlock.lua
 	forceUnlock string
+	//go:embed queue.lua
+	queue string
 	//go:embed fair_common.lua
 	fairCommon string
 	//go:embed fair_acquire.lua
@@ -50,22 +58,24 @@ var (
 // Scripts, run with Run (EVALSHA, then EVAL when the server answers NOSCRIPT,
 // e.g. after SCRIPT FLUSH or a restart).
 var (
-	MutexAcquire     = redis.NewScript(record + mutexAcquire)
-	MutexRelease     = redis.NewScript(mutexRelease)
-	MutexAbort       = redis.NewScript(record + mutexAbort)
-	ReentrantAcquire = redis.NewScript(record + reentrantAcquire)
-	ReentrantRelease = redis.NewScript(record + reentrantRelease)
-	ReentrantAbort   = redis.NewScript(record + reentrantAbort)
+	MutexAcquire     = redis.NewScript(barging(mutexAcquire))
+	MutexRelease     = redis.NewScript(barging(mutexRelease))
+	MutexAbort       = redis.NewScript(barging(mutexAbort))
+	MutexLeave       = redis.NewScript(barging(mutexLeave))
+	ReentrantAcquire = redis.NewScript(barging(reentrantAcquire))
+	ReentrantRelease = redis.NewScript(barging(reentrantRelease))
+	ReentrantAbort   = redis.NewScript(barging(reentrantAbort))
+	ReentrantLeave   = redis.NewScript(barging(reentrantLeave))
 	Renew            = redis.NewScript(clock + renew)
 	ForceUnlock      = redis.NewScript(forceUnlock)
 	// Scripts that change a lock share the functions of record.lua; the
 	// fair-lock scripts also those of fair_common.lua.
-	FairAcquire = redis.NewScript(record + clock + fairCommon + fairAcquire)
-	FairRelease = redis.NewScript(record + clock + fairCommon + fairRelease)
-	FairAbort   = redis.NewScript(record + clock + fairCommon + fairAbort)
-	FairLeave   = redis.NewScript(clock + fairCommon + fairLeave)
+	FairAcquire = redis.NewScript(fair(fairAcquire))
+	FairRelease = redis.NewScript(fair(fairRelease))
+	FairAbort   = redis.NewScript(fair(fairAbort))
+	FairLeave   = redis.NewScript(fair(fairLeave))
 	// FairForceUnlock wakes the queue's head, not the lock's channel.
-	FairForceUnlock = redis.NewScript(clock + fairCommon + fairForceUnlock)
+	FairForceUnlock = redis.NewScript(fair(fairForceUnlock))
 )
 
 // The read/write-lock scripts; those that change a hold also share the
@@ -83,10 +93,22 @@ var (
 	rwlockLeave string
 	//go:embed rwlock_count.lua
 	rwlockCount string
+	//go:embed rwlock_force_unlock.lua
+	rwlockForceUnlock string
 
-	RWAcquire = redis.NewScript(record + clock + rwlockCommon + rwlockAcquire)
-	RWRelease = redis.NewScript(record + clock + rwlockCommon + rwlockRelease)
-	RWAbort   = redis.NewScript(record + clock + rwlockCommon + rwlockAbort)
-	RWLeave   = redis.NewScript(rwlockLeave)
-	RWCount   = redis.NewScript(clock + rwlockCommon + rwlockCount)
+	RWAcquire     = redis.NewScript(rw(rwlockAcquire))
+	RWRelease     = redis.NewScript(rw(rwlockRelease))
+	RWAbort       = redis.NewScript(rw(rwlockAbort))
+	RWLeave       = redis.NewScript(rw(rwlockLeave))
+	RWCount       = redis.NewScript(clock + rwlockCount)
+	RWForceUnlock = redis.NewScript(rw(rwlockForceUnlock))
 )
+
+// fair prepends what every fair-lock script uses.
+func fair(src string) string { return record + clock + queue + fairCommon + src }
+
+// barging prepends what every mutex and reentrant-lock script uses.
+func barging(src string) string { return record + clock + queue + handoffLua + src }
+
+// rw prepends what every read/write-lock script uses.
+func rw(src string) string { return record + clock + queue + rwlockCommon + src }

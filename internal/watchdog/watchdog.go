@@ -45,6 +45,7 @@ func Drift(lease time.Duration) time.Duration {
 // Hold is one owner's hold of one lock, as the watchdog sees it.
 type Hold struct {
 	Key   string // the lock's main key
+	Aux   string // KindRW: the owners' expiries (a sorted set); else ""
 	Kind  string // KindString, KindHash or KindRW
 	Token string // the owner token
 
@@ -58,7 +59,10 @@ type Hold struct {
 
 	// Guarded by Watchdog.mu.
 	active   bool
-	renew    bool
+	renew    bool          // renewed every period
+	claim    bool          // a claim (one renewal, at once) is due
+	lease    time.Duration // what a renewal or the claim sets
+	leaseMS  int64         // lease, as the round in flight sends it (its goroutine only)
 	deadline time.Time
 	err      error
 	timer    *time.Timer
@@ -137,40 +141,72 @@ func (w *Watchdog) Lease() time.Duration { return w.lease }
 // renew, the watchdog renews it to its own lease from now on; without, it
 // only declares it lost at start+lease-Drift(lease). Adding a hold that is
 // already watched moves its deadline (a re-entry that reset the lease).
-func (w *Watchdog) Add(h *Hold, start time.Time, lease time.Duration, renew bool) {
+// On a closed watchdog it declares h lost instead, like Lose, and reports
+// true.
+func (w *Watchdog) Add(h *Hold, start time.Time, lease time.Duration, renew bool) (lost bool) {
 	w.mu.Lock()
-	defer w.unlock()
+	defer w.mu.Unlock()
 	if h.err != nil {
-		return // lost holds stay lost: never renewed again
+		return false // lost holds stay lost: never renewed again
 	}
 	if w.closed {
-		w.loseLocked(h, lockerr.ClosedLoss)
-		return
+		return w.loseQuietLocked(h, lockerr.ClosedLoss)
 	}
 	deadline := start.Add(lease - Drift(lease))
 	if h.active && !deadline.After(h.deadline) {
 		return
 	}
-	h.active, h.renew = true, renew
+	h.active, h.renew, h.lease = true, renew, lease
+	if renew {
+		h.lease = w.lease
+	}
 	w.holds[h] = struct{}{}
 	w.setDeadlineLocked(h, deadline)
+	return false
+}
+
+// Claim watches h, a hold that another owner's release granted to this
+// owner with a short claim lease, at the latest at start: its local
+// deadline is start+claim-Drift(claim) until the watchdog, at once and
+// in its own goroutine, has extended it to lease (the claim). After that,
+// with renew, it renews h every period like Add; without, it declares h
+// lost at the claim's time + lease.
+func (w *Watchdog) Claim(h *Hold, start time.Time, claim, lease time.Duration, renew bool) (lost bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if h.err != nil {
+		return false
+	}
+	if w.closed {
+		return w.loseQuietLocked(h, lockerr.ClosedLoss)
+	}
+	h.active, h.renew, h.claim, h.lease = true, renew, true, lease
+	w.holds[h] = struct{}{}
+	w.setDeadlineLocked(h, start.Add(claim-Drift(claim)))
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+	return false
 }
 
 // Restore watches h again, with the deadline it had, after a Remove whose
 // release then failed: the owner still holds the lock as far as it knows.
-func (w *Watchdog) Restore(h *Hold) {
+// On a closed watchdog it declares h lost instead, like Lose, and reports
+// true.
+func (w *Watchdog) Restore(h *Hold) (lost bool) {
 	w.mu.Lock()
-	defer w.unlock()
+	defer w.mu.Unlock()
 	if h.err != nil || h.active {
-		return
+		return false
 	}
 	if w.closed {
-		w.loseLocked(h, lockerr.ClosedLoss)
-		return
+		return w.loseQuietLocked(h, lockerr.ClosedLoss)
 	}
 	h.active = true
 	w.holds[h] = struct{}{}
 	w.setDeadlineLocked(h, h.deadline)
+	return false
 }
 
 // setDeadlineLocked moves h's local deadline and its timer. Every watched
@@ -201,10 +237,16 @@ func (w *Watchdog) Remove(h *Hold) {
 func (w *Watchdog) Lose(h *Hold, cause error) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	return w.loseQuietLocked(h, cause)
+}
+
+// loseQuietLocked declares h lost for a caller that reports the loss
+// itself (h.OnLost is not called), and reports whether h was not lost yet.
+func (w *Watchdog) loseQuietLocked(h *Hold, cause error) bool {
+	w.removeLocked(h)
 	if h.err != nil {
 		return false
 	}
-	w.removeLocked(h)
 	h.err = cause
 	close(h.lost)
 	return true
@@ -258,18 +300,16 @@ func (w *Watchdog) removeLocked(h *Hold) {
 	delete(w.holds, h)
 }
 
-// loseLocked declares h lost, found by the watchdog itself: h.OnLost is
-// called by unlock.
+// loseLocked declares h lost, found by the watchdog itself; unlock then
+// calls h.OnLost and closes h.Lost (in that order, so that whoever sees
+// Lost fire can count on the observers having been told).
 func (w *Watchdog) loseLocked(h *Hold, cause error) {
 	w.removeLocked(h)
 	if h.err != nil {
 		return
 	}
 	h.err = cause
-	close(h.lost)
-	if h.OnLost != nil {
-		w.lostNews = append(w.lostNews, h)
-	}
+	w.lostNews = append(w.lostNews, h)
 }
 
 // unlock releases w.mu, then tells the holds declared lost meanwhile.
@@ -278,7 +318,10 @@ func (w *Watchdog) unlock() {
 	w.lostNews = nil
 	w.mu.Unlock()
 	for _, h := range news {
-		h.OnLost(h.err)
+		if h.OnLost != nil {
+			h.OnLost(h.err)
+		}
+		close(h.lost)
 	}
 }
 
@@ -300,14 +343,25 @@ func (w *Watchdog) loop() {
 	t := time.NewTimer(w.period)
 	defer t.Stop()
 	for {
+		claims := false
 		select {
 		case <-w.stop:
 			return
 		case <-t.C:
+		case <-w.kick:
+			claims = true
 		}
 		started := time.Now()
 		next := w.period
-		if !w.round() {
+		if claims {
+			// Claims only, at once; the period's round keeps its time.
+			if !w.round(true) && !t.Stop() {
+				<-t.C
+				t.Reset(0)
+			}
+			continue
+		}
+		if !w.round(false) {
 			// Transient failure: retry soon, until each hold's deadline.
 			next = min(w.period/4, 500*time.Millisecond)
 		}
@@ -316,15 +370,17 @@ func (w *Watchdog) loop() {
 	}
 }
 
-// round renews every renewable hold once. It reports false when some
-// renewal could not be confirmed and should be retried soon.
-func (w *Watchdog) round() bool {
+// round renews every renewable hold once and sends every due claim; with
+// claimsOnly, only the claims. It reports false when some renewal could not
+// be confirmed and should be retried soon.
+func (w *Watchdog) round(claimsOnly bool) bool {
 	now := time.Now()
 	w.mu.Lock()
 	var due []*Hold
 	for h := range w.holds {
 		// A hold past its deadline is declared lost by its timer (expire).
-		if h.renew && now.Before(h.deadline) {
+		if (h.claim || h.renew && !claimsOnly) && now.Before(h.deadline) {
+			h.leaseMS = h.lease.Milliseconds()
 			due = append(due, h)
 		}
 	}
@@ -339,7 +395,7 @@ func (w *Watchdog) round() bool {
 	cmds := make([]*redis.Cmd, len(batches))
 	_, perr := w.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, b := range batches {
-			cmds[i] = renewCmd(ctx, p, b, w.lease, false)
+			cmds[i] = renewCmd(ctx, p, b, false)
 		}
 		return nil
 	})
@@ -349,7 +405,7 @@ func (w *Watchdog) round() bool {
 		// also caches it there for the next rounds.
 		_, _ = w.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, b := range batches {
-				cmds[i] = renewCmd(ctx, p, b, w.lease, true)
+				cmds[i] = renewCmd(ctx, p, b, true)
 			}
 			return nil
 		})
@@ -375,7 +431,8 @@ func (w *Watchdog) round() bool {
 				continue // released meanwhile: the outcome does not matter
 			}
 			if res[j] == 1 {
-				w.setDeadlineLocked(h, now.Add(w.lease-Drift(w.lease)))
+				h.claim = false
+				w.setDeadlineLocked(h, now.Add(h.lease-Drift(h.lease)))
 				continue
 			}
 			w.loseLocked(h, fmt.Errorf("%w: lock gone or taken by another owner", lockerr.NotHeld))
@@ -388,13 +445,16 @@ func (w *Watchdog) round() bool {
 	return failed == 0
 }
 
-func renewCmd(ctx context.Context, p redis.Pipeliner, b []*Hold, lease time.Duration, eval bool) *redis.Cmd {
-	keys := make([]string, len(b))
-	args := make([]any, 0, 1+2*len(b))
-	args = append(args, lease.Milliseconds())
-	for i, h := range b {
-		keys[i] = h.Key
-		args = append(args, h.Kind, h.Token)
+// renewCmd renews (or claims) every hold of b to the lease round noted.
+func renewCmd(ctx context.Context, p redis.Pipeliner, b []*Hold, eval bool) *redis.Cmd {
+	keys := make([]string, 0, len(b))
+	args := make([]any, 0, 3*len(b))
+	for _, h := range b {
+		keys = append(keys, h.Key)
+		if h.Aux != "" {
+			keys = append(keys, h.Aux)
+		}
+		args = append(args, h.Kind, h.Token, h.leaseMS)
 	}
 	if eval {
 		return scripts.Renew.Eval(ctx, p, keys, args...)

@@ -188,11 +188,11 @@ func TestLostHoldStaysLost(t *testing.T) {
 		w := watchdog.New(s.Client(t), time.Second, nil)
 		t.Cleanup(w.Close)
 		h := watchdog.NewHold("relock:mutex:{"+redistest.Name(t)+"}", watchdog.KindString, "token")
-		w.Add(h, time.Now(), time.Second, true)
+		_ = w.Add(h, time.Now(), time.Second, true)
 		assert.Equal(t, 1, w.Len())
 		w.Lose(h, relock.ErrNotHeld)
-		w.Add(h, time.Now(), time.Second, true)
-		w.Restore(h)
+		_ = w.Add(h, time.Now(), time.Second, true)
+		_ = w.Restore(h)
 		assert.Equal(t, 0, w.Len(), "a lost hold is watched again")
 		assert.ErrorIs(t, w.Err(h), relock.ErrNotHeld)
 	})
@@ -244,7 +244,7 @@ func TestCloseDuringRound(t *testing.T) {
 		w := watchdog.New(rdb, lease, nil)
 		t.Cleanup(w.Close)
 		h := watchdog.NewHold(key, watchdog.KindString, "token")
-		w.Add(h, time.Now(), lease, true)
+		_ = w.Add(h, time.Now(), lease, true)
 		// Two rounds: the script is cached and rounds run in step.
 		require.Eventually(t, func() bool { return counter.RoundTrips() >= 2 }, 3*time.Second, time.Millisecond)
 
@@ -290,7 +290,7 @@ func TestCloseDuringRound(t *testing.T) {
 		require.NoError(t, err)
 		assert.LessOrEqual(t, pttl, lease, "the stuck renewal did not run: the test proves nothing")
 		assert.ErrorIs(t, w.Err(h), relock.ErrClosed, "the round's outcome changed the lost hold")
-		w.Add(h, time.Now(), lease, true)
+		_ = w.Add(h, time.Now(), lease, true)
 		assert.Zero(t, w.Len(), "a hold is watched after Close")
 	})
 }

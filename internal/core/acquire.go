@@ -1,0 +1,219 @@
+package core
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/relock-go/relock/internal/lockerr"
+	"github.com/relock-go/relock/internal/watchdog"
+)
+
+// call is one acquire call of a handle: its attempts, and for a blocking
+// call its wait id and the grants pushed to it.
+type call struct {
+	h     *Holder
+	op    string // names the call in errors
+	class Class
+	n     int
+	block bool
+	begin time.Time
+	first bool
+	wait  string    // wait id, made on first use (blocking calls only)
+	asked time.Time // when the latest refused attempt was sent: a grant came later
+}
+
+// Wait acquires n units of class, waiting as spec says (its Try, Addr,
+// Granted and Leave are set here) until granted or ctx ends; op names the
+// call in errors.
+func (h *Holder) Wait(ctx context.Context, op string, class Class, n int, spec WaitSpec) error {
+	c := &call{h: h, op: op, class: class, n: n, block: true, begin: time.Now(), first: true}
+	spec.Try = c.attempt
+	spec.Leave = c.leave
+	if h.proto.Claim() > 0 {
+		spec.Addr = c.waitID
+		spec.Granted = func(data string) bool { return c.accept(ctx, data) }
+	}
+	err := h.E.Wait(ctx, spec)
+	h.failed(err, class, c.begin)
+	return err
+}
+
+// Try makes one attempt to acquire n units of class.
+func (h *Holder) Try(ctx context.Context, op string, class Class, n int) (bool, error) {
+	c := &call{h: h, op: op, class: class, n: n, begin: time.Now(), first: true}
+	ok, _, err := c.attempt(ctx)
+	h.failed(err, class, c.begin)
+	return ok, err
+}
+
+// failed reports an acquire call that returned err, if it did.
+func (h *Holder) failed(err error, class Class, begin time.Time) {
+	if err != nil && h.E.Observing() {
+		ev := h.event(EventFailed, class, err)
+		ev.Wait = time.Since(begin)
+		h.E.Emit(ev)
+	}
+}
+
+// waitID returns the call's wait id, made on first use: 64 random bits,
+// so that a grant pushed to an earlier call of the same handle (delayed on
+// the pub/sub connection) is never taken for one to this call.
+func (c *call) waitID() string {
+	if c.wait == "" && c.block {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		c.wait = hex.EncodeToString(b[:])
+	}
+	return c.wait
+}
+
+func (c *call) request() *Request {
+	return &Request{Class: c.class, N: c.n, Held: c.h.held, Block: c.block, First: c.first, call: c}
+}
+
+// attempt is one acquire attempt (an Attempt for Engine.Wait).
+func (c *call) attempt(ctx context.Context) (bool, time.Duration, error) {
+	h := c.h
+	h.mu.Lock()
+	defer h.unlock()
+	h.syncLostLocked()
+	if err := h.settleLocked(ctx); err != nil {
+		return false, 0, err
+	}
+	if h.lost != nil {
+		return false, 0, h.errorf(c.op, fmt.Errorf("%w; unlock it before locking again", h.lost))
+	}
+	r := c.request()
+	c.first = false
+	if err := h.proto.Refuse(r); err != nil {
+		return false, 0, h.errorf(c.op, err)
+	}
+	if err := lockerr.CtxGaveUp(ctx); err != nil {
+		return false, 0, err
+	}
+	r.ID = h.NextRequest()
+	start := time.Now()
+	res, err := h.proto.Acquire(ctx, r)
+	if err == nil && len(res) != 2 {
+		err = fmt.Errorf("unexpected reply %v", res)
+	}
+	if err != nil {
+		if !IsRedisError(err) {
+			h.abortLocked(ctx, r)
+		}
+		if gerr := lockerr.CtxGaveUp(ctx); gerr != nil {
+			return false, 0, gerr
+		}
+		return false, 0, h.errorf(c.op, err)
+	}
+	if res[0] == 1 {
+		if gerr := c.gaveUp(ctx); gerr != nil {
+			// Granted after the caller's ctx ended (go-redis does not
+			// interrupt a command on ctx end unless told to) or the
+			// client closed: give it back, as x/sync's semaphore does.
+			h.abortLocked(ctx, r)
+			return false, 0, gerr
+		}
+		h.grantedLocked(r, c.begin, start, res[1], 0)
+		return true, 0, nil
+	}
+	switch res[1] {
+	case ReplyAborted:
+		return false, 0, h.errorf(c.op, fmt.Errorf("request %s was aborted", r.ID))
+	case ReplyLostHold:
+		cause := fmt.Errorf("%w: re-entry refused: this handle's earlier hold is gone (lease lost)", lockerr.NotHeld)
+		h.loseLocked(cause)
+		return false, 0, h.errorf(c.op, cause)
+	case ReplyUpgrade:
+		return false, 0, h.errorf(c.op, fmt.Errorf("%w: this handle holds read holds only", lockerr.Upgrade))
+	}
+	c.asked = start
+	return false, time.Duration(res[1]) * time.Millisecond, nil
+}
+
+// gaveUp returns why a grant must not be taken: the caller's ctx ended or
+// the client closed (an error matching lockerr.NotObtained), or nil.
+func (c *call) gaveUp(ctx context.Context) error {
+	gerr := lockerr.CtxGaveUp(ctx)
+	if gerr == nil && errors.Is(c.h.E.Usable(), lockerr.Closed) {
+		gerr = lockerr.GaveUp(lockerr.Closed)
+	}
+	return gerr
+}
+
+// accept takes a grant pushed to this call (data: the fencing token) and
+// reports whether it did. The grant was made after the latest refused
+// attempt was sent (an attempt after it would have found it), so the
+// claim lease is counted from then. A grant the call cannot use safely
+// (its claim lease about to run out, the caller gone, the handle already
+// holding) is left to the next attempt, which finds it at Redis (or to
+// Leave, which passes it on).
+func (c *call) accept(ctx context.Context, data string) bool {
+	h := c.h
+	h.mu.Lock()
+	defer h.unlock()
+	fence, err := strconv.ParseInt(data, 10, 64)
+	claim := h.proto.Claim()
+	if err != nil || c.asked.IsZero() || c.gaveUp(ctx) != nil || h.lost != nil || !h.held.Zero() ||
+		time.Since(c.asked) >= claim-watchdog.Drift(claim) {
+		return false
+	}
+	r := c.request()
+	h.grantedLocked(r, c.begin, c.asked, fence, claim)
+	return true
+}
+
+// leave withdraws the call from its lock's queue when it gives up.
+func (c *call) leave(ctx context.Context) error {
+	h := c.h
+	h.mu.Lock()
+	defer h.unlock()
+	if c.wait == "" {
+		return nil // never queued
+	}
+	return h.proto.Leave(ctx, c.request())
+}
+
+// grantedLocked counts a grant of acquire r, sent at start by a call that
+// began at begin. A grant pushed by a release (claim > 0) lasts claim from
+// start until the watchdog claims it.
+func (h *Holder) grantedLocked(r *Request, begin, start time.Time, fence int64, claim time.Duration) {
+	if h.held.Zero() {
+		h.hold = watchdog.NewHold(h.Keys.Lock, h.watchKind, h.Token)
+		h.hold.Aux = h.watchAux
+		h.last = h.hold
+		h.since = time.Now()
+		if h.E.Observing() {
+			ev := h.event(EventAcquired, r.Class, nil)
+			ev.Wait = h.since.Sub(begin)
+			h.outbox = append(h.outbox, ev)
+			lost := h.event(EventLost, r.Class, nil)
+			lost.Mode = ""
+			since := h.since
+			h.hold.OnLost = func(cause error) {
+				ev := lost
+				ev.Held, ev.Err = time.Since(since), cause
+				h.E.Emit(ev)
+			}
+		}
+	}
+	if h.held[r.Class] == 0 {
+		h.fence[r.Class] = fence
+	}
+	h.held[r.Class] += r.N
+	var lost bool
+	if claim > 0 {
+		lost = h.E.WD.Claim(h.hold, start, claim, h.Lease(), h.Watched())
+	} else {
+		// A grant (new or re-entered) set the lease to its full length.
+		lost = h.E.WD.Add(h.hold, start, h.Lease(), h.Watched())
+	}
+	if lost {
+		h.lostLocked(lockerr.ClosedLoss)
+	}
+}

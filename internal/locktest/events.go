@@ -1,0 +1,215 @@
+package locktest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock"
+	"github.com/relock-go/relock/internal/redistest"
+)
+
+// recorder collects a Client's events and log output.
+type recorder struct {
+	mu     sync.Mutex
+	events []relock.Event
+	log    bytes.Buffer
+}
+
+func (r *recorder) observe(e relock.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e)
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.log.Write(p)
+}
+
+// take returns the events of the given types seen so far and forgets all.
+func (r *recorder) take(types ...relock.EventType) []relock.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []relock.Event
+	for _, e := range r.events {
+		for _, t := range types {
+			if e.Type == t {
+				out = append(out, e)
+			}
+		}
+	}
+	r.events = nil
+	return out
+}
+
+func (r *recorder) logged() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.log.String()
+}
+
+var fingerprint = regexp.MustCompile(`^[0-9a-f]{8}$`)
+
+// Events checks what observers and the logger are told: one
+// EventAcquired per new hold (not per re-entry) and one EventReleased or
+// EventLost at its end, EventFailed for an acquire that gave up, with the
+// kind, name, mode and owner fingerprint; the logger warns of losses and
+// of failures other than a ctx ending; no owner token anywhere.
+func Events(t *testing.T, k Kind) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		rec := &recorder{}
+		logger := slog.New(slog.NewTextHandler(rec, nil))
+		c, rdb := redistest.NewClient(t, s, relock.WithWatchdogTimeout(300*time.Millisecond),
+			relock.WithObserver(rec.observe), relock.WithLogger(logger))
+		name := redistest.Name(t)
+		a, b := k.New(c, name), k.waiter(c, name)
+		var tokens []string
+		var errs []error
+
+		// A hold, re-entered once if the kind allows: one acquired, one
+		// released.
+		require.NoError(t, a.Lock(ctx))
+		tokens = append(tokens, k.Tokens(ctx, rdb, name)...)
+		if k.Reentrant {
+			require.NoError(t, a.Lock(ctx))
+			require.NoError(t, a.Unlock(ctx))
+		}
+		time.Sleep(5 * time.Millisecond)
+		require.NoError(t, a.Unlock(ctx))
+		evs := rec.take(relock.EventAcquired, relock.EventReleased, relock.EventFailed, relock.EventLost)
+		require.Len(t, evs, 2, "events of one hold: %+v", evs)
+		assert.Equal(t, relock.EventAcquired, evs[0].Type)
+		assert.Equal(t, relock.EventReleased, evs[1].Type)
+		for _, e := range evs {
+			assert.Equal(t, k.Type, e.Kind)
+			assert.Equal(t, name, e.Name)
+			assert.Equal(t, k.Mode, e.Mode)
+			assert.Regexp(t, fingerprint, e.Owner)
+			assert.NoError(t, e.Err)
+		}
+		assert.Equal(t, evs[0].Owner, evs[1].Owner, "one owner, two fingerprints")
+		assert.GreaterOrEqual(t, evs[1].Held, 5*time.Millisecond, "Held of a hold of 5 ms or more")
+		ownerA := evs[0].Owner
+
+		// A contended acquire reports how long it waited.
+		require.NoError(t, a.Lock(ctx))
+		got := make(chan error, 1)
+		go func() { got <- b.Lock(ctx) }()
+		time.Sleep(100 * time.Millisecond)
+		require.NoError(t, a.Unlock(ctx))
+		require.NoError(t, <-got)
+		tokens = append(tokens, k.Tokens(ctx, rdb, name)...)
+		require.NoError(t, b.Unlock(ctx))
+		evs = rec.take(relock.EventAcquired)
+		require.Len(t, evs, 2)
+		assert.NotEqual(t, ownerA, evs[1].Owner, "two handles, one fingerprint")
+		assert.GreaterOrEqual(t, evs[1].Wait, 90*time.Millisecond, "Wait of an acquire that waited 100 ms")
+		rec.take()
+
+		// An acquire that gives up, and a TryLock that finds the lock held
+		// (not a failure).
+		require.NoError(t, a.Lock(ctx))
+		wctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		err := b.Lock(wctx)
+		cancel()
+		require.ErrorIs(t, err, relock.ErrNotObtained)
+		errs = append(errs, err)
+		ok, err := b.TryLock(ctx)
+		require.NoError(t, err)
+		require.False(t, ok)
+		evs = rec.take(relock.EventFailed)
+		require.Len(t, evs, 1, "failed acquires: %+v", evs)
+		assert.ErrorIs(t, evs[0].Err, relock.ErrNotObtained)
+		assert.ErrorIs(t, evs[0].Err, context.DeadlineExceeded)
+		assert.GreaterOrEqual(t, evs[0].Wait, 90*time.Millisecond)
+		assert.Equal(t, k.Type, evs[0].Kind)
+
+		// A loss (an operator deleted the key): one lost event, logged; the
+		// refused acquires and unlocks that follow add no second one.
+		require.NoError(t, rdb.Del(ctx, k.Key(name)).Err())
+		select {
+		case <-a.Lost():
+		case <-time.After(2 * time.Second):
+			t.Fatal("Lost did not fire")
+		}
+		err = a.Lock(ctx)
+		require.ErrorIs(t, err, relock.ErrNotHeld)
+		errs = append(errs, err)
+		err = a.Unlock(ctx)
+		require.ErrorIs(t, err, relock.ErrNotHeld)
+		errs = append(errs, err)
+		lost := rec.take(relock.EventLost)
+		require.Len(t, lost, 1, "lost events")
+		assert.ErrorIs(t, lost[0].Err, relock.ErrNotHeld)
+		assert.Equal(t, ownerA, lost[0].Owner)
+		assert.Positive(t, lost[0].Held)
+
+		// Closing the Client loses what is held.
+		require.NoError(t, a.Lock(ctx))
+		tokens = append(tokens, k.Tokens(ctx, rdb, name)...)
+		require.NoError(t, c.Close())
+		lost = rec.take(relock.EventLost)
+		require.Len(t, lost, 1, "lost events after Close")
+		assert.ErrorIs(t, lost[0].Err, relock.ErrClosed)
+		err = a.Unlock(ctx)
+		require.ErrorIs(t, err, relock.ErrNotHeld)
+		errs = append(errs, err)
+
+		logged := rec.logged()
+		assert.Contains(t, logged, "relock: hold lost")
+		assert.Contains(t, logged, "kind="+k.Type)
+		assert.Contains(t, logged, "owner="+ownerA)
+		assert.Contains(t, logged, "relock: acquire failed", "a refused acquire (not a ctx end) is logged")
+		assert.NotContains(t, logged, "DeadlineExceeded", "a ctx end is logged")
+		assert.NotContains(t, logged, "deadline exceeded", "a ctx end is logged")
+
+		require.NotEmpty(t, tokens)
+		for _, tok := range tokens {
+			require.GreaterOrEqual(t, len(tok), 32, "not a token: %q", tok)
+			assert.NotContains(t, logged, tok, "a token in the log")
+			for _, err := range errs {
+				assert.NotContains(t, err.Error(), tok, "a token in an error")
+			}
+			assert.NotContains(t, fmt.Sprintf("%+v", rec.take()), tok, "a token in an event")
+		}
+	})
+}
+
+// ObserverPanics checks that an observer that panics neither breaks the
+// call that reported the event nor corrupts the lock, that the next
+// observer still gets the event, and that the panic is logged.
+func ObserverPanics(t *testing.T, k Kind) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		rec := &recorder{}
+		c, _ := redistest.NewClient(t, s,
+			relock.WithObserver(func(relock.Event) { panic("observer bug") }),
+			relock.WithObserver(rec.observe),
+			relock.WithLogger(slog.New(slog.NewTextHandler(rec, nil))))
+		name := redistest.Name(t)
+		a, b := k.New(c, name), k.waiter(c, name)
+		require.NoError(t, a.Lock(ctx))
+		assert.True(t, a.Held())
+		ok, err := b.TryLock(ctx)
+		require.NoError(t, err)
+		assert.False(t, ok, "the lock is not held after a panicking observer")
+		require.NoError(t, a.Unlock(ctx))
+		require.NoError(t, b.Lock(ctx))
+		require.NoError(t, b.Unlock(ctx))
+		assert.Len(t, rec.take(relock.EventAcquired, relock.EventReleased), 4, "the second observer missed events")
+		assert.True(t, strings.Contains(rec.logged(), "observer panicked"), "the panic was not logged")
+		assert.Empty(t, k.Tokens(ctx, s.Client(t), name), "the lock is left held")
+	})
+}

@@ -1,0 +1,226 @@
+package locktest
+
+import (
+	"context"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock"
+	"github.com/relock-go/relock/internal/core"
+	"github.com/relock-go/relock/internal/redistest"
+)
+
+// A waiter of these tests waits this long before the release, so it is
+// queued (and, for a lock that hands over only to starving waiters, past
+// the starvation threshold).
+const queued = 150 * time.Millisecond
+
+// singles counts the commands a client sends one by one (not in a
+// pipeline, as the watchdog's renewals and claims are).
+type singles struct{ n atomic.Int64 }
+
+func (c *singles) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return next(ctx, network, addr)
+	}
+}
+
+func (c *singles) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (c *singles) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// lockAsync starts h.Lock(ctx) and returns its outcome's channel.
+func lockAsync(ctx context.Context, h Handle) <-chan error {
+	ch := make(chan error, 1)
+	go func() { ch <- h.Lock(ctx) }()
+	return ch
+}
+
+func await(t *testing.T, ch <-chan error, d time.Duration, what string) error {
+	t.Helper()
+	select {
+	case err := <-ch:
+		return err
+	case <-time.After(d):
+		t.Fatalf("%s: no result within %v", what, d)
+		return nil
+	}
+}
+
+// waitFullLease checks that q's lock reaches more than claim of lease
+// left: the new owner's watchdog has claimed the grant.
+func waitFullLease(t *testing.T, q Queries, claim time.Duration) {
+	t.Helper()
+	assert.Eventually(t, func() bool {
+		d, err := q.RemainingLease(context.Background())
+		return err == nil && d > claim
+	}, 2*time.Second, 5*time.Millisecond, "the grant was never claimed (lease still the claim lease)")
+}
+
+// HandOff checks the direct hand-off: a release makes the waiting handle
+// the owner and pushes it the grant, and the waiter's Lock returns
+// without another command on its client; its watchdog then claims the
+// full lease.
+func HandOff(t *testing.T, k Kind) {
+	if !k.Grants {
+		t.Skip("this kind's waiters are woken, not granted")
+	}
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		c, _ := redistest.NewClient(t, s)
+		wrdb := s.Client(t)
+		cmds := &singles{}
+		wrdb.AddHook(cmds)
+		wc := relock.New(wrdb)
+		t.Cleanup(func() { _ = wc.Close() })
+		name := redistest.Name(t)
+		holder, waiter := k.New(c, name), k.waiter(wc, name)
+		for i := 0; i < 3; i++ {
+			require.NoError(t, holder.Lock(ctx))
+			got := lockAsync(ctx, waiter)
+			time.Sleep(queued)
+			before := cmds.n.Load()
+			require.NoError(t, holder.Unlock(ctx))
+			require.NoError(t, await(t, got, 2*time.Second, "the waiter's Lock"))
+			assert.Equal(t, before, cmds.n.Load(), "the waiter sent commands between the release and its Lock returning")
+			assert.True(t, waiter.Held())
+			assert.Equal(t, k.Tokens(ctx, wrdb, name)[:1], k.Tokens(ctx, wrdb, name), "more than one owner")
+			waitFullLease(t, holder.(Queries), core.DefaultHeartbeat/2)
+			require.NoError(t, waiter.Unlock(ctx))
+		}
+	})
+}
+
+// GrantLost checks that a grant whose push is lost is not lost: the
+// waiter finds at its next timed attempt that it holds the lock.
+func GrantLost(t *testing.T, k Kind) {
+	if !k.Grants {
+		t.Skip("this kind's waiters are woken, not granted")
+	}
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		c, _ := redistest.NewClient(t, s)
+		proxy := redistest.NewProxy(t, s.Addr)
+		wrdb := redis.NewClient(&redis.Options{Addr: proxy.Addr})
+		t.Cleanup(func() { _ = wrdb.Close() })
+		wc := relock.New(wrdb)
+		t.Cleanup(func() { _ = wc.Close() })
+		name := redistest.Name(t)
+		holder, waiter := k.New(c, name), k.waiter(wc, name)
+		require.NoError(t, holder.Lock(ctx))
+		got := lockAsync(ctx, waiter)
+		time.Sleep(queued)
+		proxy.Drop([]byte("g|"))
+		released := time.Now()
+		require.NoError(t, holder.Unlock(ctx))
+		require.NoError(t, await(t, got, 3*time.Second, "the Lock of a waiter whose grant was lost"))
+		t.Logf("a lost grant was found %v after the release", time.Since(released))
+		assert.True(t, waiter.Held())
+		proxy.Drop(nil)
+		waitFullLease(t, holder.(Queries), core.DefaultHeartbeat/2)
+		require.NoError(t, waiter.Unlock(ctx))
+	})
+}
+
+// GrantToDeadWaiter checks that a grant to a waiter that died (its
+// network cut right after it queued) delays the next waiter by at most
+// the dead one's claim lease plus one timed attempt.
+func GrantToDeadWaiter(t *testing.T, k Kind) {
+	if !k.Grants {
+		t.Skip("this kind's waiters are woken, not granted")
+	}
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		const hb = time.Second // the dead waiter's claim lease: 500 ms
+		c, _ := redistest.NewClient(t, s)
+		proxy := redistest.NewProxy(t, s.Addr)
+		drdb := redis.NewClient(&redis.Options{Addr: proxy.Addr})
+		t.Cleanup(func() { _ = drdb.Close() })
+		dc := relock.New(drdb)
+		t.Cleanup(func() { _ = dc.Close() })
+		name := redistest.Name(t)
+		holder, next := k.New(c, name), k.waiter(c, name)
+		dead := k.waiter(dc, name, relock.WithHeartbeat(hb))
+		require.NoError(t, holder.Lock(ctx))
+		dctx, cancel := context.WithCancel(ctx)
+		t.Cleanup(cancel)
+		deadGot := lockAsync(dctx, dead)
+		time.Sleep(queued)
+		nextGot := lockAsync(ctx, next)
+		time.Sleep(queued)
+		proxy.Blackhole(true) // dead: it neither hears nor answers
+		released := time.Now()
+		require.NoError(t, holder.Unlock(ctx))
+		require.NoError(t, await(t, nextGot, 5*time.Second, "the next waiter's Lock"))
+		waited := time.Since(released)
+		t.Logf("the next waiter got the lock %v after the release", waited)
+		assert.Less(t, waited, hb/2+1500*time.Millisecond, "a dead waiter held the lock up for longer than its claim lease and a timed attempt")
+		require.NoError(t, next.Unlock(ctx))
+		cancel()
+		proxy.Blackhole(false)
+		assert.Error(t, await(t, deadGot, 10*time.Second, "the dead waiter's Lock"))
+		assert.False(t, dead.Held())
+	})
+}
+
+// GrantThenGiveUp checks a waiter that gives up (its ctx ends, or its
+// Client closes) while the lock is granted to it and before it knows:
+// it passes the lock on, and the next waiter has it at once.
+func GrantThenGiveUp(t *testing.T, k Kind) {
+	if !k.Grants {
+		t.Skip("this kind's waiters are woken, not granted")
+	}
+	for _, how := range []string{"ctx", "close"} {
+		t.Run(how, func(t *testing.T) {
+			redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+				ctx := context.Background()
+				c, _ := redistest.NewClient(t, s)
+				proxy := redistest.NewProxy(t, s.Addr)
+				wrdb := redis.NewClient(&redis.Options{Addr: proxy.Addr})
+				t.Cleanup(func() { _ = wrdb.Close() })
+				wc := relock.New(wrdb)
+				t.Cleanup(func() { _ = wc.Close() })
+				name := redistest.Name(t)
+				holder, w, next := k.New(c, name), k.waiter(wc, name), k.waiter(c, name)
+				require.NoError(t, holder.Lock(ctx))
+				wctx, cancel := context.WithCancel(ctx)
+				defer cancel()
+				wGot := lockAsync(wctx, w)
+				time.Sleep(queued)
+				nextGot := lockAsync(ctx, next)
+				time.Sleep(queued)
+				proxy.Drop([]byte("g|")) // w will not hear of its grant
+				require.NoError(t, holder.Unlock(ctx))
+				time.Sleep(20 * time.Millisecond)
+				gaveUp := time.Now()
+				if how == "ctx" {
+					cancel()
+				} else {
+					require.NoError(t, wc.Close())
+				}
+				err := await(t, wGot, 3*time.Second, "the Lock that gave up")
+				if err == nil {
+					t.Skip("the waiter's timed attempt found its grant before it gave up")
+				}
+				assert.ErrorIs(t, err, relock.ErrNotObtained)
+				require.NoError(t, await(t, nextGot, 3*time.Second, "the next waiter's Lock"))
+				assert.Less(t, time.Since(gaveUp), 500*time.Millisecond, "the grant was not passed on when its waiter gave up")
+				assert.False(t, w.Held())
+				require.NoError(t, next.Unlock(ctx))
+			})
+		})
+	}
+}

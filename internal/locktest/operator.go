@@ -1,0 +1,84 @@
+package locktest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock"
+	"github.com/relock-go/relock/internal/redistest"
+)
+
+// Operator checks the operator's calls: IsLocked, RemainingLease, Held,
+// LostErr, and ForceUnlock, which deletes the lock whatever its owner,
+// wakes a waiter whose next attempt succeeds at once (well before its
+// timer), and makes the former holder's Lost fire within one renewal
+// period and its Unlock return ErrNotHeld.
+func Operator(t *testing.T, k Kind) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		// Renewals every second; a waiter's timer is about a second too,
+		// so a waiter served within 300 ms was woken by a push.
+		const lease = 3 * time.Second
+		c, _ := redistest.NewClient(t, s, relock.WithWatchdogTimeout(lease))
+		name := redistest.Name(t)
+		holder, waiter := k.New(c, name), k.waiter(c, name)
+		q := k.New(c, name).(Queries)
+
+		locked, err := q.IsLocked(ctx)
+		require.NoError(t, err)
+		assert.False(t, locked, "IsLocked on a free lock")
+		ttl, err := q.RemainingLease(ctx)
+		require.NoError(t, err)
+		assert.Zero(t, ttl, "RemainingLease of a free lock")
+		deleted, err := q.ForceUnlock(ctx)
+		require.NoError(t, err)
+		assert.False(t, deleted, "ForceUnlock of a free lock deleted something")
+		assert.False(t, holder.Held())
+		assert.NoError(t, holder.LostErr())
+
+		require.NoError(t, holder.Lock(ctx))
+		assert.True(t, holder.Held())
+		assert.False(t, waiter.Held())
+		locked, err = q.IsLocked(ctx)
+		require.NoError(t, err)
+		assert.True(t, locked, "IsLocked on a held lock")
+		ttl, err = q.RemainingLease(ctx)
+		require.NoError(t, err)
+		assert.True(t, ttl > 0 && ttl <= lease, "RemainingLease %v outside (0, %v]", ttl, lease)
+
+		got := make(chan error, 1)
+		go func() { got <- waiter.Lock(ctx) }()
+		time.Sleep(200 * time.Millisecond) // the waiter is subscribed and waiting
+		forced := time.Now()
+		deleted, err = q.ForceUnlock(ctx)
+		require.NoError(t, err)
+		assert.True(t, deleted, "ForceUnlock of a held lock")
+		select {
+		case err := <-got:
+			require.NoError(t, err)
+			assert.Less(t, time.Since(forced), 300*time.Millisecond, "the waiter was not woken by the force-unlock")
+		case <-time.After(5 * time.Second):
+			t.Fatal("the waiter never got the force-unlocked lock")
+		}
+		assert.True(t, waiter.Held())
+
+		select {
+		case <-holder.Lost():
+			assert.Less(t, time.Since(forced), lease/3+500*time.Millisecond, "Lost fired later than a renewal period")
+		case <-time.After(2 * lease):
+			t.Fatal("the former holder's Lost never fired")
+		}
+		assert.ErrorIs(t, holder.LostErr(), relock.ErrNotHeld)
+		assert.False(t, holder.Held(), "Held after the hold was lost")
+		assert.ErrorIs(t, holder.Unlock(ctx), relock.ErrNotHeld, "the former holder's Unlock")
+		assert.True(t, waiter.Held(), "the former holder's Unlock touched the new hold")
+		require.NoError(t, waiter.Unlock(ctx))
+		locked, err = q.IsLocked(ctx)
+		require.NoError(t, err)
+		assert.False(t, locked)
+	})
+}

@@ -1,0 +1,53 @@
+-- handoff: what the mutex and reentrant scripts share (after record.lua,
+-- clock.lua and queue.lua): the lock is free again (released, aborted,
+-- left by a waiter it was granted to), so the next owner is decided.
+--
+-- These locks barge, as sync.Mutex does: a release wakes one waiter per
+-- client and any of them, or a newcomer, may win. Once the longest waiter
+-- has waited longer than starve ms, the lock is handed to it directly
+-- instead (granted with its claim lease, and the grant pushed), and
+-- newcomers may not take a free lock while it starves. Nobody queued:
+-- nothing to do, not even a publish.
+
+-- starving returns the live head of the queue and the server time in ms if
+-- that head has waited longer than starve ms, else false (and the time).
+local function starving(qk, tk, starve)
+  local us = server_us()
+  local now = math.floor(us / 1000)
+  if redis.call('EXISTS', qk) == 0 then return false, now end
+  local head, arrival = q_head(qk, tk, now)
+  if head and arrival <= us - starve * 1000 then return head, now end
+  return false, now
+end
+
+-- grant_to makes the waiter of entry e the owner of the free lock lk,
+-- with its claim lease, and pushes the grant on channel. string says
+-- whether lk is a mutex (a string) or a reentrant lock (a hash).
+local function grant_to(e, lk, fk, qk, tk, channel, string)
+  q_remove(qk, tk, e)
+  local tok, wait, claim, fencing = q_parse(e)
+  local fence = 0
+  if fencing == '1' then fence = redis.call('INCR', fk) end
+  if string then
+    local v = tok
+    if fence > 0 then v = tok .. ':' .. fence end
+    redis.call('SET', lk, v, 'PX', claim)
+  else
+    redis.call('HSET', lk, tok, 1)
+    if fence > 0 then redis.call('HSET', lk, 'fence', fence) end
+    redis.call('PEXPIRE', lk, claim)
+  end
+  q_push(channel, wait, fence)
+end
+
+-- handoff decides who gets the free lock lk: the starving head, or
+-- whichever waiter wins once woken; nothing when nobody waits.
+local function handoff(lk, fk, qk, tk, channel, starve, string)
+  if redis.call('EXISTS', qk) == 0 then return end
+  local head = starving(qk, tk, starve)
+  if head then
+    grant_to(head, lk, fk, qk, tk, channel, string)
+  elseif redis.call('EXISTS', qk) == 1 then
+    redis.call('PUBLISH', channel, '1')
+  end
+end

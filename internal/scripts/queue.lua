@@ -1,0 +1,81 @@
+-- queue: the waiters of a lock that hands itself over (a release grants
+-- it to the longest waiter), prepended after record.lua and clock.lua to
+-- the scripts of every lock type.
+--
+-- A queue is two sorted sets under the lock's hash tag: qk, entry ->
+-- arrival (server time in microseconds, so arrival order), and tk, entry
+-- -> the server time (ms) by which that waiter must show it is alive
+-- again. An entry is "<token>|<wait id>|<claim ms>|<fencing 0/1>": the
+-- owner, the blocking call that waits (grants are addressed to it), the
+-- lease a grant gets until the waiter claims it, and whether a grant
+-- issues a fencing token. Every call of a waiter refreshes its deadline;
+-- dead waiters are dropped when they reach the head, each once, so no
+-- call scans the queue. Both sets live as long as their longest-lived
+-- waiter (their TTL only ever grows).
+
+-- server_us returns the server's time in microseconds.
+local function server_us()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+-- extend makes key live at least ms more (PTTL is negative without a TTL).
+local function extend(key, ms)
+  if redis.call('PTTL', key) < ms then
+    redis.call('PEXPIRE', key, ms)
+  end
+end
+
+-- q_entry builds an entry.
+local function q_entry(tok, wait, claim, fencing)
+  return tok .. '|' .. wait .. '|' .. claim .. '|' .. fencing
+end
+
+-- q_parse splits an entry into token, wait id, claim ms and fencing.
+local function q_parse(e)
+  local tok, wait, claim, fencing = string.match(e, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
+  return tok, wait, tonumber(claim), fencing
+end
+
+-- q_head drops dead waiters from the head and returns the live head entry
+-- with its arrival (us), or false.
+local function q_head(qk, tk, now)
+  while true do
+    local h = redis.call('ZRANGE', qk, 0, 0, 'WITHSCORES')
+    if #h == 0 then return false end
+    local dl = redis.call('ZSCORE', tk, h[1])
+    if dl and tonumber(dl) > now then return h[1], tonumber(h[2]) end
+    redis.call('ZREM', qk, h[1])
+    redis.call('ZREM', tk, h[1])
+  end
+end
+
+-- q_join enqueues entry e (keeping its place if it is queued already) and
+-- gives it hb ms to show it is alive again.
+local function q_join(qk, tk, e, now, hb)
+  redis.call('ZADD', qk, 'NX', server_us(), e)
+  redis.call('ZADD', tk, now + hb, e)
+  extend(qk, hb)
+  extend(tk, hb)
+end
+
+-- q_remove takes entry e out of the queue.
+local function q_remove(qk, tk, e)
+  redis.call('ZREM', qk, e)
+  redis.call('ZREM', tk, e)
+end
+
+-- q_grant takes the live head of the queue out of it and returns its
+-- token, wait id, claim ms and fencing, or false when nobody waits; the
+-- caller makes it the owner and pushes the grant (q_push).
+local function q_grant(qk, tk, now)
+  local e = q_head(qk, tk, now)
+  if not e then return false end
+  q_remove(qk, tk, e)
+  return q_parse(e)
+end
+
+-- q_push tells waiter wait, on channel, that it holds the lock now.
+local function q_push(channel, wait, fence)
+  redis.call('PUBLISH', channel, 'g|' .. wait .. '|' .. fence)
+end

@@ -1,0 +1,4 @@
+package inspect
+
+// GlobMatch exposes globMatch to the external tests.
+var GlobMatch = globMatch

@@ -1,0 +1,65 @@
+package inspect
+
+import (
+	"strings"
+
+	"github.com/relock-go/relock/internal/core"
+)
+
+// Every lock type queues its waiters the same way (internal/scripts/
+// queue.lua): a sorted set relock:<kind>:{name}:queue of entries
+// "<token>|<wait id>|<claim ms>|<fencing>" by arrival, and a sorted set
+// relock:<kind>:{name}:timeouts of entry -> server time (ms) by which the
+// waiter must show it is alive. queueLua reads both for a snapshot script
+// that has the queue and the deadlines at KEYS[qi] and KEYS[qi+1]:
+// read_queue(qi) returns {entries, deadline of each (nil when none)}.
+const queueLua = `
+local function read_queue(qi)
+  local q = redis.call('ZRANGE', KEYS[qi], 0, -1)
+  local dl = {}
+  for i, e in ipairs(q) do
+    dl[i] = redis.call('ZSCORE', KEYS[qi + 1], e)
+  end
+  return {q, dl}
+end
+`
+
+// queueKeys are the two keys of a lock's queue.
+func queueKeys(k core.Keys) []string { return []string{k.Queue, k.Timeouts} }
+
+// decodeQueue turns read_queue's reply into waiters, head first, with
+// their remaining liveness at server time now (ms).
+func decodeQueue(v any, now int64) []Waiter {
+	a, _ := v.([]any)
+	out := []Waiter{}
+	if len(a) < 2 {
+		return out
+	}
+	q, _ := a[0].([]any)
+	dl, _ := a[1].([]any)
+	for i, e := range q {
+		entry, _ := replyString(e)
+		tok, _, _ := strings.Cut(entry, "|")
+		w := Waiter{Fingerprint: core.Fingerprint(tok)}
+		if i < len(dl) {
+			// A waiter without a deadline is dead to the scripts: Alive 0.
+			if d, ok := replyInt(dl[i]); ok && d > now {
+				w.Alive = ms(d - now)
+			}
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// ownerCounts turns a hash of owner token -> hold count into owners,
+// leaving out the "fence" field the exclusive locks keep beside them.
+func ownerCounts(pairs [][2]string) []Owner {
+	owners := pairs[:0:0]
+	for _, p := range pairs {
+		if p[0] != "fence" {
+			owners = append(owners, p)
+		}
+	}
+	return countOwners(owners)
+}

@@ -6,9 +6,9 @@ import "github.com/relock-go/relock/internal/lockerr"
 // errors.Is: returned errors wrap them with the operation and lock name.
 var (
 	// ErrNotHeld is returned by an unlock from a handle that does not hold
-	// the lock: it never locked it, already unlocked it, or lost it (its
-	// lease ran out, the lock was deleted or taken by another owner, or its
-	// Client was closed). Nothing of the current owner is touched.
+	// the lock: it never locked it, already unlocked it, or lost it. Why a
+	// hold was lost also matches exactly one of ErrLeaseExpired,
+	// ErrLockGone and ErrClosed. Nothing of the current owner is touched.
 	ErrNotHeld = lockerr.NotHeld
 
 	// ErrNotObtained is returned by a blocking acquire that gave up. When
@@ -39,4 +39,17 @@ var (
 
 	// ErrClosed is returned by operations of locks whose Client is closed.
 	ErrClosed = lockerr.Closed
+
+	// ErrLeaseExpired is why a hold was lost when its lease ran out: a
+	// fixed lease (WithLease) reached its end, or no renewal was confirmed
+	// before the local deadline (Redis unreachable or slow, or this
+	// process paused). It comes with ErrNotHeld, from LostErr, Unlock and
+	// EventLost.
+	ErrLeaseExpired = lockerr.Expired
+
+	// ErrLockGone is why a hold was lost when Redis no longer had it as
+	// this owner's: the key was deleted (ForceUnlock, an operator, a
+	// FLUSH, a restart or failover that lost it) or had expired and been
+	// taken by another owner. It comes with ErrNotHeld.
+	ErrLockGone = lockerr.Gone
 )

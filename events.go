@@ -29,7 +29,8 @@ const (
 	// EventLost: a hold was lost: its lease ran out, its key was deleted or
 	// taken, no renewal was confirmed before the local deadline, or the
 	// Client was closed. Held is how long it lasted; Err matches
-	// ErrNotHeld and says why (and ErrClosed for a closed Client).
+	// ErrNotHeld and, for why, one of ErrLeaseExpired, ErrLockGone and
+	// ErrClosed (a shutdown that did not unlock first).
 	EventLost
 	// EventRenewalFailed: a watchdog renewal round could not confirm the
 	// renewal of Holds holds (a transient error, in Err); it retries

@@ -113,10 +113,12 @@ func (m *Mutex) RemainingLease(ctx context.Context) (time.Duration, error) {
 // matching relock.ErrNotHeld.
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) { return m.x.ForceUnlock(ctx) }
 
-// LostErr returns why the handle's most recent hold was lost (an error
-// matching relock.ErrNotHeld, and relock.ErrClosed when the Client was
-// closed), or nil if it was not lost. Its message tells a lease that ran
-// out from a lock deleted or taken behind the holder's back.
+// LostErr returns why the handle's most recent hold was lost, or nil if it
+// was not lost: an error matching relock.ErrNotHeld and exactly one of
+// relock.ErrLeaseExpired (the lease ran out: a fixed lease ended, or no
+// renewal was confirmed in time), relock.ErrLockGone (the key was deleted
+// or taken behind the holder's back, e.g. by ForceUnlock) and
+// relock.ErrClosed (the Client was closed).
 func (m *Mutex) LostErr() error { return m.x.LostErr() }
 
 // Lost returns a channel that is closed when the current hold is lost: the

@@ -113,6 +113,7 @@ func TestLeaseExpiryFreesLock(t *testing.T) {
 		case <-time.After(time.Second):
 			t.Fatal("Lost did not fire after the fixed lease ran out")
 		}
+		assert.ErrorIs(t, a.LostErr(), relock.ErrLeaseExpired)
 		err := a.Unlock(ctx)
 		assert.ErrorIs(t, err, relock.ErrNotHeld, "stale unlock")
 		ok, err := mutex.New(c, name).TryLock(ctx)

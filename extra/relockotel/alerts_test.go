@@ -171,7 +171,7 @@ func TestExposition(t *testing.T) {
 	} {
 		assert.Truef(t, samples[s], "no %s samples in:\n%s", s, text)
 	}
-	for _, l := range []string{"relock_lock_type", "relock_lock_mode", "relock_lock_outcome"} {
+	for _, l := range []string{"relock_lock_type", "relock_lock_mode", "relock_lock_outcome", "relock_lock_loss_reason"} {
 		assert.Truef(t, labels[l], "no label %s in:\n%s", l, text)
 	}
 	if testing.Verbose() {

@@ -34,6 +34,7 @@ const (
 	keyType    = attribute.Key("relock.lock.type")
 	keyMode    = attribute.Key("relock.lock.mode")
 	keyOutcome = attribute.Key("relock.lock.outcome")
+	keyReason  = attribute.Key("relock.lock.loss.reason")
 
 	outcomeAcquired = "acquired"
 	outcomeFailed   = "failed"
@@ -96,10 +97,31 @@ type setKey struct{ kind, mode string }
 // attrSets are the measurement options of one lock type and mode, built
 // once so that recording an event allocates nothing.
 type attrSets struct {
-	acquired, failed       []metric.AddOption    // type, mode, outcome
-	acquiredWait, failWait []metric.RecordOption // type, mode, outcome
-	lock                   []metric.RecordOption // type, mode
-	kind                   []metric.AddOption    // type only
+	acquired, failed       []metric.AddOption            // type, mode, outcome
+	acquiredWait, failWait []metric.RecordOption         // type, mode, outcome
+	lock                   []metric.RecordOption         // type, mode
+	kind                   []metric.AddOption            // type only
+	loss                   map[string][]metric.AddOption // type, loss reason
+}
+
+// Values of relock.lock.loss.reason, one per sentinel a loss matches.
+const (
+	reasonExpired = "expired" // relock.ErrLeaseExpired
+	reasonGone    = "gone"    // relock.ErrLockGone
+	reasonClosed  = "closed"  // relock.ErrClosed
+)
+
+var reasons = []string{reasonExpired, reasonGone, reasonClosed}
+
+// reasonOf names why a hold was lost.
+func reasonOf(err error) string {
+	switch {
+	case errors.Is(err, relock.ErrClosed):
+		return reasonClosed
+	case errors.Is(err, relock.ErrLockGone):
+		return reasonGone
+	}
+	return reasonExpired
 }
 
 func newAttrSets(kind, mode string) *attrSets {
@@ -113,7 +135,12 @@ func newAttrSets(kind, mode string) *attrSets {
 	}
 	acquired, failed := with(outcomeAcquired), with(outcomeFailed)
 	kindOnly := metric.WithAttributeSet(attribute.NewSet(keyType.String(kind)))
+	loss := make(map[string][]metric.AddOption, len(reasons))
+	for _, r := range reasons {
+		loss[r] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(keyType.String(kind), keyReason.String(r)))}
+	}
 	return &attrSets{
+		loss:         loss,
 		acquired:     []metric.AddOption{acquired},
 		failed:       []metric.AddOption{failed},
 		acquiredWait: []metric.RecordOption{acquired},
@@ -153,7 +180,7 @@ func newRecorder(m metric.Meter) *recorder {
 	check(err)
 	r.losses, err = m.Int64Counter(nameLosses,
 		metric.WithUnit("{hold}"),
-		metric.WithDescription("Holds lost: lease ran out, key deleted or taken, no renewal confirmed in time, or Client closed."))
+		metric.WithDescription("Holds lost, by reason: expired (lease ran out, or no renewal confirmed in time), gone (key deleted or taken by another owner), closed (Client closed while holding)."))
 	check(err)
 	r.renewalFails, err = m.Int64Counter(nameRenewalFails,
 		metric.WithUnit("{round}"),
@@ -238,7 +265,7 @@ func (r *recorder) observe(e relock.Event) {
 		s := r.attrs(e.Kind, e.Mode)
 		r.hold.Record(ctx, e.Held.Seconds(), s.lock...)
 		r.held.Add(ctx, -1, s.kind...)
-		r.losses.Add(ctx, 1, s.kind...)
+		r.losses.Add(ctx, 1, s.loss[reasonOf(e.Err)]...)
 	case relock.EventRenewalFailed:
 		r.renewalFails.Add(ctx, 1)
 		if e.Holds > 0 {

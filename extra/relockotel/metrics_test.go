@@ -281,8 +281,9 @@ func TestMetrics(t *testing.T) {
 				}
 				require.ErrorIs(t, a.Unlock(ctx), relock.ErrNotHeld)
 				// Lost fires before the observers have seen the loss.
+				gone := attribute.String("relock.lock.loss.reason", "gone")
 				require.Eventually(t, func() bool {
-					return sum(t, f.collect(t), "relock.lock.losses", kind) == 1
+					return sum(t, f.collect(t), "relock.lock.losses", kind, gone) == 1
 				}, 5*time.Second, 5*time.Millisecond, "losses")
 				rm = f.collect(t)
 				assert.Equal(t, int64(0), held(rm), "held after the loss")
@@ -310,13 +311,13 @@ func TestMetrics(t *testing.T) {
 				require.Eventually(t, func() bool { return held(f.collect(t)) == 0 }, 5*time.Second, 5*time.Millisecond,
 					"held after the renewal failure")
 
-				// Close loses what is still held.
-				losses := sum(t, f.collect(t), "relock.lock.losses", kind)
+				// Close loses what is still held, for its own reason.
+				closed := attribute.String("relock.lock.loss.reason", "closed")
 				require.NoError(t, a.Lock(ctx))
 				require.NoError(t, f.client.Close())
 				<-a.Lost()
 				rm = f.collect(t)
-				assert.Equal(t, losses+1, sum(t, rm, "relock.lock.losses", kind), "losses after Close")
+				assert.Equal(t, int64(1), sum(t, rm, "relock.lock.losses", kind, closed), "losses after Close")
 				assert.Equal(t, int64(0), held(rm), "held after Close")
 
 				checkAttributes(t, rm, lt.kind, name)
@@ -335,7 +336,7 @@ func checkAttributes(t *testing.T, rm metricdata.ResourceMetrics, kind, name str
 		"relock.lock.wait.duration":            {"relock.lock.type": true, "relock.lock.mode": true, "relock.lock.outcome": true},
 		"relock.lock.hold.duration":            {"relock.lock.type": true, "relock.lock.mode": true},
 		"relock.lock.held":                     {"relock.lock.type": true},
-		"relock.lock.losses":                   {"relock.lock.type": true},
+		"relock.lock.losses":                   {"relock.lock.type": true, "relock.lock.loss.reason": true},
 		"relock.watchdog.renewal.failures":     {},
 		"relock.watchdog.renewal.failed_holds": {},
 	}

@@ -126,7 +126,7 @@ func (c *call) attempt(ctx context.Context) (bool, time.Duration, error) {
 	case ReplyAborted:
 		return false, 0, h.errorf(c.op, fmt.Errorf("request %s was aborted", r.ID))
 	case ReplyLostHold:
-		cause := fmt.Errorf("%w: re-entry refused: this handle's earlier hold is gone (lease lost)", lockerr.NotHeld)
+		cause := lockerr.Loss(lockerr.Gone, "re-entry refused: this handle's earlier hold is gone")
 		h.loseLocked(cause)
 		return false, 0, h.errorf(c.op, cause)
 	case ReplyUpgrade:

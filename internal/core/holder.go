@@ -289,7 +289,7 @@ func (h *Holder) releaseLocked(ctx context.Context, op string, class Class, n in
 	}
 	h.pending = nil
 	if res == 0 {
-		cause := fmt.Errorf("%w: lock gone, expired or taken by another owner", lockerr.NotHeld)
+		cause := lockerr.Loss(lockerr.Gone, "lock gone, expired or taken by another owner")
 		h.loseLocked(cause)
 		// This unlock is one of those owed.
 		return h.releaseLocked(ctx, op, class, n)

@@ -6,7 +6,6 @@ package lockerr
 import (
 	"context"
 	"errors"
-	"fmt"
 )
 
 // Sentinel errors; the root package documents each one.
@@ -19,10 +18,27 @@ var (
 	InvalidOption = errors.New("relock: invalid option")
 	NilClient     = errors.New("relock: nil client")
 	Closed        = errors.New("relock: client closed")
+	Expired       = errors.New("relock: lease expired")
+	Gone          = errors.New("relock: lock gone or taken by another owner")
 )
 
+// loss is why a hold was lost: it matches NotHeld and its reason
+// (Expired, Gone or Closed).
+type loss struct {
+	reason error
+	detail string
+}
+
+func (e loss) Error() string        { return NotHeld.Error() + ": " + e.detail }
+func (e loss) Unwrap() error        { return e.reason }
+func (e loss) Is(target error) bool { return target == NotHeld }
+
+// Loss returns why a hold was lost: an error matching NotHeld and reason,
+// whose message is "relock: lock not held: " + detail.
+func Loss(reason error, detail string) error { return loss{reason: reason, detail: detail} }
+
 // ClosedLoss is why a hold is lost when its client is closed.
-var ClosedLoss = fmt.Errorf("%w: %w", NotHeld, Closed)
+var ClosedLoss = Loss(Closed, "client closed")
 
 // notObtained is a blocking acquire that gave up because of cause (a ctx
 // error or a closed client): it matches NotObtained and its cause.

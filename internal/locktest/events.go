@@ -153,6 +153,7 @@ func Events(t *testing.T, k Kind) {
 		lost := rec.take(relock.EventLost)
 		require.Len(t, lost, 1, "lost events")
 		assert.ErrorIs(t, lost[0].Err, relock.ErrNotHeld)
+		assert.ErrorIs(t, lost[0].Err, relock.ErrLockGone, "a deleted key")
 		assert.Equal(t, ownerA, lost[0].Owner)
 		assert.Positive(t, lost[0].Held)
 
@@ -163,6 +164,7 @@ func Events(t *testing.T, k Kind) {
 		lost = rec.take(relock.EventLost)
 		require.Len(t, lost, 1, "lost events after Close")
 		assert.ErrorIs(t, lost[0].Err, relock.ErrClosed)
+		assert.NotErrorIs(t, lost[0].Err, relock.ErrLockGone)
 		err = a.Unlock(ctx)
 		require.ErrorIs(t, err, relock.ErrNotHeld)
 		errs = append(errs, err)

@@ -73,6 +73,8 @@ func Operator(t *testing.T, k Kind) {
 			t.Fatal("the former holder's Lost never fired")
 		}
 		assert.ErrorIs(t, holder.LostErr(), relock.ErrNotHeld)
+		assert.ErrorIs(t, holder.LostErr(), relock.ErrLockGone, "a force-unlocked hold is gone")
+		assert.NotErrorIs(t, holder.LostErr(), relock.ErrLeaseExpired)
 		assert.False(t, holder.Held(), "Held after the hold was lost")
 		assert.ErrorIs(t, holder.Unlock(ctx), relock.ErrNotHeld, "the former holder's Unlock")
 		assert.True(t, waiter.Held(), "the former holder's Unlock touched the new hold")

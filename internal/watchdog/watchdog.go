@@ -332,10 +332,10 @@ func (w *Watchdog) expire(h *Hold) {
 		return
 	}
 	if h.renew {
-		w.loseLocked(h, fmt.Errorf("%w: no renewal confirmed before the local deadline", lockerr.NotHeld))
+		w.loseLocked(h, lockerr.Loss(lockerr.Expired, "no renewal confirmed before the local deadline"))
 		return
 	}
-	w.loseLocked(h, fmt.Errorf("%w: lease ran out", lockerr.NotHeld))
+	w.loseLocked(h, lockerr.Loss(lockerr.Expired, "lease ran out"))
 }
 
 func (w *Watchdog) loop() {
@@ -435,7 +435,7 @@ func (w *Watchdog) round(claimsOnly bool) bool {
 				w.setDeadlineLocked(h, now.Add(h.lease-Drift(h.lease)))
 				continue
 			}
-			w.loseLocked(h, fmt.Errorf("%w: lock gone or taken by another owner", lockerr.NotHeld))
+			w.loseLocked(h, lockerr.Loss(lockerr.Gone, "lock gone or taken by another owner"))
 		}
 	}
 	w.unlock()

@@ -124,6 +124,7 @@ func TestTransientFailures(t *testing.T) {
 		faults.Enable(false)
 		err = m.Unlock(ctx)
 		assert.ErrorIs(t, err, relock.ErrNotHeld)
+		assert.ErrorIs(t, err, relock.ErrLeaseExpired, "no renewal confirmed in time")
 		time.Sleep(lease)
 		assert.Empty(t, s.Keys(t, "relock:mutex:{"+name+"}"), "lock still there after its lease")
 	})

@@ -83,5 +83,5 @@ func ExampleMutex_Lost() {
 	fmt.Println("unlock:", m.Unlock(ctx))
 	// Output:
 	// work stopped: context canceled
-	// unlock: mutex: unlock "report": relock: lock not held: relock: client closed
+	// unlock: mutex: unlock "report": relock: lock not held: client closed
 }

@@ -17,6 +17,7 @@ import (
 // call its wait id and the grants pushed to it.
 type call struct {
 	h     *Holder
+	ctx   context.Context // of a blocking call, for Granted
 	op    string // names the call in errors
 	class Class
 	n     int
@@ -27,18 +28,11 @@ type call struct {
 	asked time.Time // when the latest refused attempt was sent: a grant came later
 }
 
-// Wait acquires n units of class, waiting as spec says (its Try, Addr,
-// Granted and Leave are set here) until granted or ctx ends; op names the
-// call in errors.
+// Wait acquires n units of class, waiting on spec's channel until granted
+// or ctx ends; op names the call in errors.
 func (h *Holder) Wait(ctx context.Context, op string, class Class, n int, spec WaitSpec) error {
-	c := &call{h: h, op: op, class: class, n: n, block: true, begin: time.Now(), first: true}
-	spec.Try = c.attempt
-	spec.Leave = c.leave
-	if h.proto.Claim() > 0 {
-		spec.Addr = c.waitID
-		spec.Granted = func(data string) bool { return c.accept(ctx, data) }
-	}
-	err := h.E.Wait(ctx, spec)
+	c := &call{h: h, ctx: ctx, op: op, class: class, n: n, block: true, begin: time.Now(), first: true}
+	err := h.E.Wait(ctx, spec, c)
 	h.failed(err, class, c.begin)
 	return err
 }
@@ -46,7 +40,7 @@ func (h *Holder) Wait(ctx context.Context, op string, class Class, n int, spec W
 // Try makes one attempt to acquire n units of class.
 func (h *Holder) Try(ctx context.Context, op string, class Class, n int) (bool, error) {
 	c := &call{h: h, op: op, class: class, n: n, begin: time.Now(), first: true}
-	ok, _, err := c.attempt(ctx)
+	ok, _, err := c.Attempt(ctx)
 	h.failed(err, class, c.begin)
 	return ok, err
 }
@@ -76,8 +70,8 @@ func (c *call) request() *Request {
 	return &Request{Class: c.class, N: c.n, Held: c.h.held, Block: c.block, First: c.first, call: c}
 }
 
-// attempt is one acquire attempt (an Attempt for Engine.Wait).
-func (c *call) attempt(ctx context.Context) (bool, time.Duration, error) {
+// Attempt is one acquire attempt (Waiter).
+func (c *call) Attempt(ctx context.Context) (bool, time.Duration, error) {
 	h := c.h
 	h.mu.Lock()
 	defer h.unlock()
@@ -146,6 +140,18 @@ func (c *call) gaveUp(ctx context.Context) error {
 	return gerr
 }
 
+// Addr is the call's address for grants (Waiter): its wait id, when its
+// lock type grants.
+func (c *call) Addr() string {
+	if c.h.proto.Claim() == 0 {
+		return ""
+	}
+	return c.waitID()
+}
+
+// Granted takes a grant pushed to this call (Waiter).
+func (c *call) Granted(data string) bool { return c.accept(c.ctx, data) }
+
 // accept takes a grant pushed to this call (data: the fencing token) and
 // reports whether it did. The grant was made after the latest refused
 // attempt was sent (an attempt after it would have found it), so the
@@ -168,8 +174,8 @@ func (c *call) accept(ctx context.Context, data string) bool {
 	return true
 }
 
-// leave withdraws the call from its lock's queue when it gives up.
-func (c *call) leave(ctx context.Context) error {
+// Leave withdraws the call from its lock's queue when it gives up (Waiter).
+func (c *call) Leave(ctx context.Context) error {
 	h := c.h
 	h.mu.Lock()
 	defer h.unlock()

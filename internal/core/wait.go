@@ -17,47 +17,50 @@ const MaxWait = time.Second
 // not, how long the current hold has left (<= 0 when unknown).
 type Attempt func(ctx context.Context) (ok bool, ttl time.Duration, err error)
 
-// WaitSpec describes one blocking acquire.
-type WaitSpec struct {
-	// Channel is subscribed to for wake-ups while waiting.
-	Channel string
-	// Try is called first and after every wake-up or timer.
-	Try Attempt
-	// MaxWait overrides the cap on a single timed wait when > 0 (the fair
-	// lock waits at most a fraction of its heartbeat between attempts).
-	MaxWait time.Duration
-	// Leave, if set, runs when the wait gives up (a waiter leaves its
-	// queue, passing on a grant it did not take), with a context that
-	// outlives the caller's (see Cleanup). If it fails, the waiter's
-	// registration lapses by itself.
-	Leave func(ctx context.Context) error
-	// Addr, if set, returns the address of this wait for grants (asked
-	// once, when the wait subscribes): a release that makes this waiter
-	// the owner pushes a grant addressed to it on Channel.
-	Addr func() string
+// Waiter is one blocking acquire, as Engine.Wait drives it.
+type Waiter interface {
+	// Attempt tries to acquire once (see the Attempt type). It is called
+	// first and after every wake-up or timer.
+	Attempt(ctx context.Context) (ok bool, ttl time.Duration, err error)
+	// Leave runs when the wait gives up (a waiter leaves its queue,
+	// passing on a grant it did not take), with a context that outlives
+	// the caller's (see Cleanup). If it fails, the waiter's registration
+	// lapses by itself.
+	Leave(ctx context.Context) error
+	// Addr returns the address of this wait for grants (asked once, when
+	// the wait subscribes), or "": a release that makes this waiter the
+	// owner pushes a grant addressed to it on the wait's channel.
+	Addr() string
 	// Granted is called with a grant's data; it reports whether the wait
 	// took the grant (and so acquired). When it did not (the grant came
 	// too late to be used safely), the wait tries again at once, which
 	// finds the grant at Redis.
-	Granted func(data string) bool
+	Granted(data string) bool
 }
 
-// Wait blocks until spec.Try acquires, ctx ends or the engine closes. The
-// first attempt is made before subscribing (the uncontended path is one
-// round trip); once subscribed, an attempt is made again before waiting,
-// so a release between the first attempt and the subscription is not
-// missed. On ctx end the error matches both lockerr.NotObtained and
-// ctx.Err(), and nothing is left subscribed.
-func (e *Engine) Wait(ctx context.Context, spec WaitSpec) error {
+// WaitSpec describes where a blocking acquire waits.
+type WaitSpec struct {
+	// Channel is subscribed to for wake-ups while waiting.
+	Channel string
+	// MaxWait overrides the cap on a single timed wait when > 0 (the fair
+	// lock waits at most a fraction of its heartbeat between attempts).
+	MaxWait time.Duration
+}
+
+// Wait blocks until w acquires, ctx ends or the engine closes. The first
+// attempt is made before subscribing (the uncontended path is one round
+// trip); once subscribed, an attempt is made again before waiting, so a
+// release between the first attempt and the subscription is not missed.
+// On ctx end the error matches both lockerr.NotObtained and ctx.Err(), and
+// nothing is left subscribed.
+func (e *Engine) Wait(ctx context.Context, spec WaitSpec, w Waiter) error {
 	giveUp := func(err error) error {
-		if spec.Leave != nil {
-			cctx, cancel := Cleanup(ctx)
-			defer cancel()
-			_ = spec.Leave(cctx)
-		}
+		cctx, cancel := Cleanup(ctx)
+		defer cancel()
+		_ = w.Leave(cctx)
 		return err
 	}
-	ok, _, err := spec.Try(ctx)
+	ok, _, err := w.Attempt(ctx)
 	if err != nil {
 		return giveUp(err)
 	}
@@ -68,11 +71,7 @@ func (e *Engine) Wait(ctx context.Context, spec WaitSpec) error {
 	// a Ring shard is down) the waiter still waits, on its timer alone: a
 	// nil channel never fires.
 	var wake <-chan struct{}
-	addr := ""
-	if spec.Addr != nil {
-		addr = spec.Addr()
-	}
-	sub, err := e.Hub.Subscribe(ctx, spec.Channel, addr)
+	sub, err := e.Hub.Subscribe(ctx, spec.Channel, w.Addr())
 	if err != nil {
 		if gerr := lockerr.CtxGaveUp(ctx); gerr != nil {
 			return giveUp(gerr)
@@ -95,7 +94,7 @@ func (e *Engine) Wait(ctx context.Context, spec WaitSpec) error {
 	}
 	defer timer.Stop()
 	for {
-		ok, ttl, err := spec.Try(ctx)
+		ok, ttl, err := w.Attempt(ctx)
 		if err != nil {
 			return giveUp(err)
 		}
@@ -108,7 +107,7 @@ func (e *Engine) Wait(ctx context.Context, spec WaitSpec) error {
 			if !timer.Stop() {
 				<-timer.C
 			}
-			if g, ok := sub.Grant(); ok && spec.Granted != nil && spec.Granted(g) {
+			if g, ok := sub.Grant(); ok && w.Granted(g) {
 				return nil
 			}
 		case <-timer.C:
@@ -119,6 +118,30 @@ func (e *Engine) Wait(ctx context.Context, spec WaitSpec) error {
 		}
 	}
 }
+
+// WaitFuncs is a Waiter made of functions (nil Leave, Addr or Granted: no
+// queue, no grants).
+type WaitFuncs struct {
+	AttemptFunc Attempt
+	LeaveFunc   func(ctx context.Context) error
+}
+
+// Attempt implements Waiter.
+func (f WaitFuncs) Attempt(ctx context.Context) (bool, time.Duration, error) { return f.AttemptFunc(ctx) }
+
+// Leave implements Waiter.
+func (f WaitFuncs) Leave(ctx context.Context) error {
+	if f.LeaveFunc == nil {
+		return nil
+	}
+	return f.LeaveFunc(ctx)
+}
+
+// Addr implements Waiter: no grants.
+func (WaitFuncs) Addr() string { return "" }
+
+// Granted implements Waiter: no grants.
+func (WaitFuncs) Granted(string) bool { return false }
 
 // waitFor is how long to sleep when the holder has ttl left: until it
 // expires, capped, with a little jitter so waiters do not retry in step.

@@ -56,11 +56,17 @@ func WithFencing() LockOption {
 	return func(c *core.LockConfig) { c.Fencing = true }
 }
 
-// WithHeartbeat sets how long a fair-lock waiter keeps its place in the
-// queue without showing it is alive (default 5s). Live waiters refresh it
-// several times per period, however long they wait; a waiter whose process
-// died is dropped after at most d, so it delays the queue by at most d.
-// It must lie in [10ms, 7 days]. Other lock types ignore it.
+// WithHeartbeat sets how long a waiter of this handle keeps its place in
+// its lock's queue without showing it is alive (default 5s), for every lock
+// type (the fair lock's queue, the mutex and reentrant locks' hand-over
+// queue, the rwlock's waiting writers and readers). Live waiters refresh it
+// several times per period (every attempt, at least every d/4), however
+// long they wait; a waiter whose process died is dropped after at most d,
+// so it delays the others by at most d. A lock granted to a waiter on
+// release carries a claim lease of d/2 (at most the lock's lease) until the
+// waiter's watchdog claims it: a waiter that died right after its last
+// heartbeat holds the lock up for at most that. It must lie in [10ms, 7
+// days].
 func WithHeartbeat(d time.Duration) LockOption {
 	return func(c *core.LockConfig) {
 		c.Heartbeat = d

@@ -465,6 +465,12 @@ func TestGrantToDeadWaiter(t *testing.T) { locktest.GrantToDeadWaiter(t, kind) }
 
 func TestGrantThenGiveUp(t *testing.T) { locktest.GrantThenGiveUp(t, kind) }
 
+func TestGrantToOtherCall(t *testing.T) { locktest.GrantToOtherCall(t, kind) }
+
+func TestStaleGrant(t *testing.T) { locktest.StaleGrant(t, kind) }
+
+func TestShortHeartbeatKeepsPlace(t *testing.T) { locktest.ShortHeartbeatKeepsPlace(t, kind) }
+
 // TestMixedHeartbeats: a waiter with a short heartbeat leaves; the queue
 // must still live as long as the longest heartbeat of the waiters in it,
 // so an earlier waiter with a long heartbeat keeps its place.

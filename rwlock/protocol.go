@@ -16,12 +16,12 @@ import (
 // all of its holds). The hold state machine is core.Holder's.
 type protocol struct {
 	o    *core.Owner
-	keys []string // lock, fence, record, owners, queue, timeouts
+	keys []string // lock, fence, record, owners, queue, timeouts, readers (see rwlock_common.lua)
 }
 
 func newProtocol(o *core.Owner) *protocol {
 	k := o.Keys
-	return &protocol{o: o, keys: []string{k.Lock, k.Fence, k.Record(o.Token), k.Sub("owners"), k.Queue, k.Timeouts}}
+	return &protocol{o: o, keys: []string{k.Lock, k.Fence, k.Record(o.Token), k.Sub("owners"), k.Queue, k.Timeouts, k.Sub("readers")}}
 }
 
 // kindOf is how the scripts spell a class.

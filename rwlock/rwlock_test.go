@@ -1113,3 +1113,79 @@ func TestGrantLost(t *testing.T) { sides(t, locktest.GrantLost) }
 func TestGrantToDeadWaiter(t *testing.T) { sides(t, locktest.GrantToDeadWaiter) }
 
 func TestGrantThenGiveUp(t *testing.T) { sides(t, locktest.GrantThenGiveUp) }
+
+func TestGrantToOtherCall(t *testing.T) { sides(t, locktest.GrantToOtherCall) }
+
+func TestStaleGrant(t *testing.T) { sides(t, locktest.StaleGrant) }
+
+func TestShortHeartbeatKeepsPlace(t *testing.T) { sides(t, locktest.ShortHeartbeatKeepsPlace) }
+
+// TestReadersDoNotSpin: a reader held back by a queued writer that died
+// (its entry still live, the lock free) waits on its timer, not in a loop
+// of attempts (review: 301 commands in 500 ms), and the free lock is
+// granted to the writer.
+func TestReadersDoNotSpin(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		c, rdb := newClient(t, s)
+		counter := &redistest.Counter{}
+		rdb.AddHook(counter)
+		now, err := rdb.Time(ctx).Result()
+		require.NoError(t, err)
+		e := strings.Repeat("de", 16) + "|0123456789abcdef|2500|0"
+		require.NoError(t, rdb.ZAdd(ctx, lockKey(name)+":queue", redis.Z{Score: float64(now.UnixMicro()), Member: e}).Err())
+		require.NoError(t, rdb.ZAdd(ctx, lockKey(name)+":timeouts", redis.Z{Score: float64(now.UnixMilli() + 3000), Member: e}).Err())
+		require.NoError(t, rdb.PExpire(ctx, lockKey(name)+":queue", 3*time.Second).Err())
+		require.NoError(t, rdb.PExpire(ctx, lockKey(name)+":timeouts", 3*time.Second).Err())
+		counter.Reset()
+		cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		defer cancel()
+		assert.ErrorIs(t, rwlock.New(c, name).RLock(cctx), context.DeadlineExceeded)
+		assert.LessOrEqual(t, counter.Commands(), int64(5), "commands of one RLock in 500 ms")
+		locked, err := rwlock.New(c, name).IsLocked(ctx)
+		require.NoError(t, err)
+		assert.True(t, locked, "the free lock was not granted to the queued writer")
+	})
+}
+
+// TestNoPublishWithoutWaiters: an uncontended write (and read) cycle
+// publishes nothing; a write release publishes when a reader waits.
+func TestNoPublishWithoutWaiters(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		c, rdb := newClient(t, s)
+		sub := rdb.Subscribe(ctx, lockKey(name))
+		defer sub.Close()
+		_, err := sub.Receive(ctx)
+		require.NoError(t, err)
+		msgs := sub.Channel()
+		l := rwlock.New(c, name)
+		for i := 0; i < 3; i++ {
+			require.NoError(t, l.Lock(ctx))
+			require.NoError(t, l.Unlock(ctx))
+			require.NoError(t, l.RLock(ctx))
+			require.NoError(t, l.RUnlock(ctx))
+		}
+		select {
+		case m := <-msgs:
+			t.Fatalf("published %q with nobody waiting", m.Payload)
+		case <-time.After(100 * time.Millisecond):
+		}
+
+		require.NoError(t, l.Lock(ctx))
+		r := rwlock.New(c, name)
+		got := async(func() error { return r.RLock(ctx) })
+		time.Sleep(100 * time.Millisecond)
+		require.NoError(t, l.Unlock(ctx))
+		require.NoError(t, await(t, got, time.Second, "the reader's RLock").err)
+		select {
+		case m := <-msgs:
+			assert.Equal(t, "*", m.Payload)
+		case <-time.After(time.Second):
+			t.Fatal("a write release with a reader waiting published nothing")
+		}
+		require.NoError(t, r.RUnlock(ctx))
+	})
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/relock-go/relock/internal/lockerr"
@@ -18,14 +19,20 @@ import (
 type call struct {
 	h     *Holder
 	ctx   context.Context // of a blocking call, for Granted
-	op    string // names the call in errors
+	op    string          // names the call in errors
 	class Class
 	n     int
 	block bool
 	begin time.Time
 	first bool
-	wait  string    // wait id, made on first use (blocking calls only)
-	asked time.Time // when the latest refused attempt was sent: a grant came later
+	wait  string // wait id, made on first use (blocking calls only)
+	// The latest refused attempt: when it was sent (a grant to this call
+	// came later), the server's time when it was refused (a grant older
+	// than that is stale) and the handle's request count after it (another
+	// request since may have undone the grant).
+	asked     time.Time
+	refusedUs int64
+	sent      uint64
 }
 
 // Wait acquires n units of class, waiting on spec's channel until granted
@@ -92,8 +99,9 @@ func (c *call) Attempt(ctx context.Context) (bool, time.Duration, error) {
 	}
 	r.ID = h.NextRequest()
 	start := time.Now()
+	h.sent++
 	res, err := h.proto.Acquire(ctx, r)
-	if err == nil && len(res) != 2 {
+	if err == nil && len(res) != 2 && len(res) != 3 {
 		err = fmt.Errorf("unexpected reply %v", res)
 	}
 	if err != nil {
@@ -126,7 +134,10 @@ func (c *call) Attempt(ctx context.Context) (bool, time.Duration, error) {
 	case ReplyUpgrade:
 		return false, 0, h.errorf(c.op, fmt.Errorf("%w: this handle holds read holds only", lockerr.Upgrade))
 	}
-	c.asked = start
+	c.asked, c.sent, c.refusedUs = start, h.sent, 0
+	if len(res) == 3 {
+		c.refusedUs = res[2]
+	}
 	return false, time.Duration(res[1]) * time.Millisecond, nil
 }
 
@@ -152,20 +163,26 @@ func (c *call) Addr() string {
 // Granted takes a grant pushed to this call (Waiter).
 func (c *call) Granted(data string) bool { return c.accept(c.ctx, data) }
 
-// accept takes a grant pushed to this call (data: the fencing token) and
-// reports whether it did. The grant was made after the latest refused
-// attempt was sent (an attempt after it would have found it), so the
-// claim lease is counted from then. A grant the call cannot use safely
-// (its claim lease about to run out, the caller gone, the handle already
-// holding) is left to the next attempt, which finds it at Redis (or to
-// Leave, which passes it on).
+// accept takes a grant pushed to this call (data: "<fence>|<server us>")
+// and reports whether it did. It trusts the push only when nothing can
+// have happened to the grant since: the grant is newer than the call's
+// latest refusal at Redis (else it is a stale one, since given up or
+// expired), no other request of the handle was sent since that refusal
+// (another call's Leave or Abort may have undone it), the call's claim
+// lease, counted from when that refused attempt was sent (the grant came
+// later), has time left, the caller still waits and the handle holds
+// nothing. Otherwise the grant is left to the next attempt, which finds it
+// at Redis if it is still this owner's (or to Leave, which passes it on).
 func (c *call) accept(ctx context.Context, data string) bool {
 	h := c.h
 	h.mu.Lock()
 	defer h.unlock()
-	fence, err := strconv.ParseInt(data, 10, 64)
+	f, u, _ := strings.Cut(data, "|")
+	fence, ferr := strconv.ParseInt(f, 10, 64)
+	us, uerr := strconv.ParseInt(u, 10, 64)
 	claim := h.proto.Claim()
-	if err != nil || c.asked.IsZero() || c.gaveUp(ctx) != nil || h.lost != nil || !h.held.Zero() ||
+	if ferr != nil || uerr != nil || us <= c.refusedUs || c.asked.IsZero() || h.sent != c.sent ||
+		c.gaveUp(ctx) != nil || h.lost != nil || !h.held.Zero() ||
 		time.Since(c.asked) >= claim-watchdog.Drift(claim) {
 		return false
 	}
@@ -182,6 +199,7 @@ func (c *call) Leave(ctx context.Context) error {
 	if c.wait == "" {
 		return nil // never queued
 	}
+	h.sent++
 	return h.proto.Leave(ctx, c.request())
 }
 

@@ -64,6 +64,11 @@ func NewExclusive(o Owner, s Scripts, reentrant bool, watchKind string, ext Exte
 	if ext.Push == "" {
 		ext.Push = o.Keys.Channel
 	}
+	if ext.MaxWait == 0 {
+		// Each attempt refreshes the waiter's queue entry: several per
+		// heartbeat.
+		ext.MaxWait = min(o.Heartbeat()/4, MaxWait)
+	}
 	x := &Exclusive{ext: ext}
 	p := &exclusive{scripts: s, reentrant: reentrant, ext: ext}
 	x.Holder = NewHolder(o, p, watchKind)

@@ -72,9 +72,10 @@ type Protocol interface {
 	// (lockerr.AlreadyHeld on a held mutex, lockerr.Upgrade), or nil.
 	Refuse(r *Request) error
 	// Acquire makes one acquire attempt. Its reply is {1, fence} when
-	// granted (fence 0 without a fencing token), {0, ms} when refused
-	// (retry within ms; <= 0: unknown), or {0, code} with code
-	// ReplyAborted, ReplyLostHold or ReplyUpgrade.
+	// granted (fence 0 without a fencing token), {0, ms} or {0, ms, us}
+	// when refused (retry within ms, <= 0: unknown; us: the server's time
+	// of the refusal in microseconds, for a lock type that grants), or
+	// {0, code} with code ReplyAborted, ReplyLostHold or ReplyUpgrade.
 	Acquire(ctx context.Context, r *Request) ([]int64, error)
 	// Release gives back r.N units of r.Class: 1 when released (now or
 	// by an earlier run of the same request), 0 when the owner holds no
@@ -126,6 +127,7 @@ type Holder struct {
 	last    *watchdog.Hold // the most recent hold, for Lost and LostErr
 	lost    error          // why the counted holds were lost; nil when not
 	pending *Request       // a release whose outcome is unknown
+	sent    uint64         // requests sent to Redis by any call of the handle
 	since   time.Time      // when the current hold began
 	outbox  []Event        // events to emit once mu is released (observed only)
 }
@@ -169,6 +171,7 @@ func (h *Holder) event(t EventType, class Class, err error) Event {
 func (h *Holder) abortLocked(ctx context.Context, r *Request) {
 	cctx, cancel := Cleanup(ctx)
 	defer cancel()
+	h.sent++
 	_ = h.proto.Abort(cctx, r)
 }
 
@@ -272,6 +275,7 @@ func (h *Holder) releaseLocked(ctx context.Context, op string, class Class, n in
 		h.E.WD.Remove(h.hold)
 	}
 	start := time.Now()
+	h.sent++
 	res, err := h.proto.Release(ctx, r)
 	if err != nil {
 		if !IsRedisError(err) {

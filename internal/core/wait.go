@@ -127,7 +127,9 @@ type WaitFuncs struct {
 }
 
 // Attempt implements Waiter.
-func (f WaitFuncs) Attempt(ctx context.Context) (bool, time.Duration, error) { return f.AttemptFunc(ctx) }
+func (f WaitFuncs) Attempt(ctx context.Context) (bool, time.Duration, error) {
+	return f.AttemptFunc(ctx)
+}
 
 // Leave implements Waiter.
 func (f WaitFuncs) Leave(ctx context.Context) error {

@@ -68,7 +68,7 @@ var fingerprint = regexp.MustCompile(`^[0-9a-f]{8}$`)
 // of failures other than a ctx ending; no owner token anywhere.
 func Events(t *testing.T, k Kind) {
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		rec := &recorder{}
 		logger := slog.New(slog.NewTextHandler(rec, nil))
 		c, rdb := redistest.NewClient(t, s, relock.WithWatchdogTimeout(300*time.Millisecond),
@@ -194,7 +194,7 @@ func Events(t *testing.T, k Kind) {
 // observer still gets the event, and that the panic is logged.
 func ObserverPanics(t *testing.T, k Kind) {
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		rec := &recorder{}
 		c, _ := redistest.NewClient(t, s,
 			relock.WithObserver(func(relock.Event) { panic("observer bug") }),

@@ -5,6 +5,7 @@ package locktest
 
 import (
 	"context"
+	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -93,3 +94,12 @@ func (s Side) Held() bool { return s.HeldFunc() }
 
 // LostErr implements Handle.
 func (s Side) LostErr() error { return s.LostErrFunc() }
+
+// testCtx returns a context for one test: it ends after 30 s, so that a
+// wait that never ends fails the test where it waits instead of hanging
+// the binary until go test's timeout.
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}

@@ -46,7 +46,7 @@ func LostHoldRefusesLock(t *testing.T, k Kind) {
 	}
 	t.Run("before-lost", func(t *testing.T) {
 		redistest.Run(t, func(t *testing.T, s *redistest.Server) {
-			ctx := context.Background()
+			ctx := testCtx(t)
 			c, rdb := redistest.NewClient(t, s) // 30 s: the watchdog has not noticed
 			name := redistest.Name(t)
 			h := k.New(c, name)
@@ -67,7 +67,7 @@ func LostHoldRefusesLock(t *testing.T, k Kind) {
 // many times.
 func lockDepth(t *testing.T, k Kind, h Handle) int {
 	t.Helper()
-	ctx := context.Background()
+	ctx := testCtx(t)
 	require.NoError(t, h.Lock(ctx))
 	if !k.Reentrant {
 		return 1
@@ -78,7 +78,7 @@ func lockDepth(t *testing.T, k Kind, h Handle) int {
 
 func checkOwed(t *testing.T, s *redistest.Server, k Kind, h Handle, name string, depth int) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := testCtx(t)
 	for i := 0; i < depth; i++ {
 		assert.ErrorIs(t, h.Lock(ctx), relock.ErrNotHeld, "Lock with %d unlocks owed", depth-i)
 		ok, err := h.TryLock(ctx)
@@ -125,7 +125,7 @@ func FenceAfterLocalLoss(t *testing.T, k Kind) {
 		t.Skip("read holds have no fencing token")
 	}
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		hook := &losePipelines{}
 		c, rdb := redistest.NewClient(t, s, relock.WithWatchdogTimeout(300*time.Millisecond))
 		rdb.AddHook(hook)

@@ -1,7 +1,6 @@
 package locktest
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -19,7 +18,7 @@ import (
 // period and its Unlock return ErrNotHeld.
 func Operator(t *testing.T, k Kind) {
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		// Renewals every second; a waiter's timer is about a second too,
 		// so a waiter served within 300 ms was woken by a push.
 		const lease = 3 * time.Second

@@ -19,6 +19,7 @@ type Proxy struct {
 	l     net.Listener
 	black atomic.Bool
 	drop  atomic.Pointer[[]byte] // server-to-client data containing it is dropped
+	hold  atomic.Pointer[holdback]
 	wg    sync.WaitGroup
 	mu    sync.Mutex
 	conns []net.Conn
@@ -40,6 +41,24 @@ func NewProxy(t testing.TB, addr string) *Proxy {
 
 // Blackhole turns the black hole on or off.
 func (p *Proxy) Blackhole(on bool) { p.black.Store(on) }
+
+type holdback struct {
+	pattern []byte
+	gate    chan struct{}
+}
+
+// HoldBack delays every chunk of server-to-client data containing pattern
+// (and what follows it on that connection) until the returned func is
+// called: a push that is late on its pub/sub connection.
+func (p *Proxy) HoldBack(pattern []byte) (release func()) {
+	hb := &holdback{pattern: pattern, gate: make(chan struct{})}
+	p.hold.Store(hb)
+	return func() {
+		if p.hold.CompareAndSwap(hb, nil) {
+			close(hb.gate)
+		}
+	}
+}
 
 // Drop makes the proxy drop every chunk of server-to-client data that
 // contains pattern (nil: none), as a pub/sub connection that loses a
@@ -81,6 +100,9 @@ func (p *Proxy) pipe(dst io.Writer, src io.Reader, fromServer bool) {
 		if drop := p.drop.Load(); fromServer && drop != nil && bytes.Contains(buf[:n], *drop) {
 			continue
 		}
+		if hb := p.hold.Load(); fromServer && hb != nil && bytes.Contains(buf[:n], hb.pattern) {
+			<-hb.gate
+		}
 		if n > 0 && !p.black.Load() {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
@@ -93,6 +115,14 @@ func (p *Proxy) pipe(dst io.Writer, src io.Reader, fromServer bool) {
 }
 
 func (p *Proxy) close() {
+	if hb := p.hold.Swap(nil); hb != nil {
+		// A test that failed before releasing what it held back.
+		select {
+		case <-hb.gate:
+		default:
+			close(hb.gate)
+		}
+	}
 	_ = p.l.Close()
 	p.mu.Lock()
 	for _, c := range p.conns {

@@ -20,9 +20,10 @@
 -- ARGV[10] claim lease of a grant to this caller, in milliseconds
 -- ARGV[11] prefix of the waiters' own wake-up channels
 --
--- Reply: {1, fence} acquired; {0, pttl} not yet (pttl: the holder's
--- remaining ms, 0 when the lock is granted to an earlier waiter);
--- {0, -3} request aborted; {0, -4} re-entry on a lost hold.
+-- Reply: {1, fence} acquired; {0, pttl, us} not yet (pttl: the holder's
+-- remaining ms, 0 when the lock is granted to an earlier waiter; us: the
+-- server's time, see q_push); {0, -3} request aborted; {0, -4} re-entry on
+-- a lost hold.
 --
 -- Time is the server's (TIME), never a client's clock. Every waiting call
 -- refreshes the caller's deadline (its heartbeat), so a live waiter is never
@@ -90,4 +91,4 @@ if ARGV[7] == '1' then
 end
 local pttl = redis.call('PTTL', lk)
 if pttl < 0 then pttl = 0 end
-return {0, pttl}
+return {0, pttl, server_us()}

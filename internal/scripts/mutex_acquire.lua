@@ -21,8 +21,9 @@
 -- ARGV[12] starvation threshold in milliseconds (see handoff.lua)
 --
 -- Reply: {1, fence} when acquired (fence 0 without fencing),
---        {0, pttl} when another owner holds it (pttl: holder's remaining ms)
---                  or it is handed to a starving waiter,
+--        {0, pttl, us} when another owner holds it (pttl: holder's
+--                  remaining ms) or it is handed to a starving waiter (us:
+--                  the server's time, see q_push),
 --        {0, -3} when this request was aborted by its sender (see abort.lua).
 --
 -- Idempotent: a retried request (go-redis resends after a read timeout)
@@ -75,4 +76,4 @@ if ARGV[7] == '1' then
 end
 local pttl = redis.call('PTTL', lk)
 if pttl < 0 then pttl = 0 end
-return {0, pttl}
+return {0, pttl, server_us()}

@@ -75,7 +75,11 @@ local function q_grant(qk, tk, now)
   return q_parse(e)
 end
 
--- q_push tells waiter wait, on channel, that it holds the lock now.
+-- q_push tells waiter wait, on channel, that it holds the lock now, with
+-- its fencing token and the server's time of the grant (us): the waiter
+-- takes only a grant newer than its latest refusal (a refused reply
+-- carries the refusal's time), so a late push of a grant that has since
+-- lapsed is never taken for a live one.
 local function q_push(channel, wait, fence)
-  redis.call('PUBLISH', channel, 'g|' .. wait .. '|' .. fence)
+  redis.call('PUBLISH', channel, string.format('g|%s|%d|%.0f', wait, fence, server_us()))
 end

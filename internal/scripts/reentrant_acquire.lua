@@ -11,8 +11,9 @@
 --         believes it has, 0 for a new hold; ARGV[6]: record TTL, used)
 --
 -- Reply: {1, fence} acquired (fence 0 without fencing or on re-entry),
---        {0, pttl}  held by another owner (pttl: its remaining ms), or
---                   handed to a starving waiter,
+--        {0, pttl, us} held by another owner (pttl: its remaining ms), or
+--                   handed to a starving waiter (us: the server's time, see
+--                   q_push),
 --        {0, -3}    this request was aborted by its sender,
 --        {0, -4}    re-entry refused: this owner's earlier hold is gone
 --                   (lease lost), so the outer critical section is unsafe.
@@ -74,4 +75,4 @@ if ARGV[7] == '1' then
 end
 local pttl = redis.call('PTTL', lk)
 if pttl < 0 then pttl = 0 end
-return {0, pttl}
+return {0, pttl, server_us()}

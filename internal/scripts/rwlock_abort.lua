@@ -2,7 +2,7 @@
 -- up, e.g. ctx ended while the reply was in flight). (record.lua,
 -- clock.lua, queue.lua and rwlock_common.lua are prepended.)
 --
--- KEYS[1..6] as rwlock_acquire.lua
+-- KEYS[1..7] as rwlock_acquire.lua
 -- ARGV[1] owner token
 -- ARGV[2] request id of the abandoned acquire
 -- ARGV[3] record TTL in milliseconds (> 0)
@@ -38,5 +38,5 @@ else
   end
 end
 rw_fit(key, ok, now)
-rw_handoff(key, ok, KEYS[2], KEYS[5], KEYS[6], ARGV[4], now, kind == 'w')
+rw_handoff(ARGV[4], now, kind == 'w')
 return 1

@@ -9,6 +9,8 @@
 -- KEYS[4] owners (sorted set owner -> expiry)
 -- KEYS[5] queue of waiting writers (see queue.lua)
 -- KEYS[6] waiting writers' deadlines
+-- KEYS[7] readers-waiting marker (set by a refused blocking read, TTL =
+--         heartbeat)
 -- ARGV[1] owner token
 -- ARGV[2] lease in milliseconds (> 0)
 -- ARGV[3] request id (unique per owner)
@@ -19,14 +21,16 @@
 -- ARGV[8] "r" for a read hold, "w" for a write hold
 -- ARGV[9] "1" when the caller waits if refused (a refused writer then
 --         joins the queue), "0" for a single try
--- ARGV[10] heartbeat timeout of a waiting writer, in milliseconds
+-- ARGV[10] heartbeat timeout of a waiter, in milliseconds
 -- ARGV[11] the caller's wait id ("" for a single try)
 -- ARGV[12] claim lease of a write grant to this caller, in milliseconds
 -- ARGV[13] the lock's channel
 --
 -- Reply: {1, fence} acquired (fence: the token of a new write hold with
 --                   fencing, else 0),
---        {0, ms}    refused: try again after at most ms, or on a wake-up,
+--        {0, ms, us} refused: try again after at most ms (0: unknown), or
+--                   on a wake-up or grant (us: the server's time, see
+--                   q_push),
 --        {0, -3}    this request was aborted by its sender,
 --        {0, -4}    re-entry refused: this owner's earlier holds are gone
 --                   (lease lost), so its critical section is unsafe,
@@ -75,7 +79,7 @@ if haveR == 0 and haveW == 0 and (r > 0 or w > 0) then
   rw_drop(key, ok, tok)
   r, w = 0, 0
   rw_fit(key, ok, now)
-  rw_handoff(key, ok, fk, qk, tk, ARGV[13], now, true)
+  rw_handoff(ARGV[13], now, true)
 end
 if (haveR > 0 and r == 0) or (haveW > 0 and w == 0) then
   return {0, -4}
@@ -95,7 +99,7 @@ if write then
     grantable = others == 0 and (not head or q_parse(head) == tok)
     if others == 0 and head and not grantable then
       -- Free, but an earlier writer goes first: it holds it now.
-      rw_handoff(key, ok, fk, qk, tk, ARGV[13], now, false)
+      rw_handoff(ARGV[13], now, false)
     end
   end
 else
@@ -107,9 +111,19 @@ if not grantable then
   if write and ARGV[9] == '1' then
     q_join(qk, tk, mine, now, tonumber(ARGV[10]))
   end
+  if not write then
+    if ARGV[9] == '1' then
+      -- A reader waits: the release that admits readers wakes them.
+      redis.call('SET', KEYS[7], 1, 'PX', ARGV[10])
+    end
+    if redis.call('EXISTS', ok) == 0 then
+      -- Free, but a writer waits ahead of the readers: it holds it now.
+      rw_handoff(ARGV[13], now, false)
+    end
+  end
   local wait = redis.call('PTTL', key)
-  if wait < 1 then wait = 1 end
-  return {0, wait}
+  if wait < 0 then wait = 0 end
+  return {0, wait, server_us()}
 end
 
 local fence = 0
@@ -121,6 +135,10 @@ if write then
   redis.call('HSET', key, 'writer', tok, tok .. ':w', w + 1)
   q_remove(qk, tk, mine)
 else
+  if r == 0 and w == 0 then
+    -- Readers are admitted now: no reader waits any more.
+    redis.call('DEL', KEYS[7])
+  end
   redis.call('HSET', key, tok .. ':r', r + 1)
 end
 redis.call('ZADD', ok, now + lease, tok)

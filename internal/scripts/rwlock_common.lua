@@ -58,12 +58,18 @@ local function rw_drop(key, ok, tok)
   end
 end
 
+-- Every read/write-lock script that changes the lock takes these KEYS:
+-- 1 lock hash, 2 fencing counter, 3 request record of the caller, 4 owners,
+-- 5 queue of waiting writers, 6 their deadlines, 7 the readers-waiting
+-- marker (a string with a TTL, set by a blocking read that was refused).
+
 -- rw_handoff admits whom the lock can admit now: with no hold left, the
 -- longest-waiting live writer is granted the write lock (with its claim
--- lease) and told on the lock's channel; otherwise, if wake_readers and
--- no writer waits, every waiter is woken (readers held back by a writer).
--- Nobody else is woken.
-local function rw_handoff(key, ok, fk, qk, tk, channel, now, wake_readers)
+-- lease) and told on the lock's channel; otherwise, if wake_readers, no
+-- writer waits and some reader does (the marker), the readers are woken.
+-- Nobody else is woken, and with nobody waiting nothing is published.
+local function rw_handoff(channel, now, wake_readers)
+  local key, fk, ok, qk, tk, rk = KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
   local free = redis.call('EXISTS', ok) == 0
   if free then
     local tok, wait, claim, fencing = q_grant(qk, tk, now)
@@ -81,7 +87,7 @@ local function rw_handoff(key, ok, fk, qk, tk, channel, now, wake_readers)
       return
     end
   end
-  if wake_readers and not q_head(qk, tk, now) then
+  if wake_readers and not q_head(qk, tk, now) and redis.call('DEL', rk) == 1 then
     redis.call('PUBLISH', channel, '*')
   end
 end

@@ -3,7 +3,7 @@
 -- it held back are woken if no other writer waits. (record.lua,
 -- clock.lua, queue.lua and rwlock_common.lua are prepended.)
 --
--- KEYS[1..6] as rwlock_acquire.lua
+-- KEYS[1..7] as rwlock_acquire.lua
 -- ARGV[1] owner token
 -- ARGV[2] the writer's wait id
 -- ARGV[3] read holds the owner has (by its own count)
@@ -21,5 +21,5 @@ if ARGV[3] == '0' and ARGV[4] == '0' and redis.call('HEXISTS', key, tok .. ':w')
   rw_drop(key, ok, tok) -- granted to this writer, never taken
   rw_fit(key, ok, now)
 end
-rw_handoff(key, ok, KEYS[2], KEYS[5], KEYS[6], ARGV[5], now, true)
+rw_handoff(ARGV[5], now, true)
 return 1

@@ -1,7 +1,7 @@
 -- rwlock_release: give back one read or write hold of a read/write lock.
 -- (record.lua, clock.lua, queue.lua and rwlock_common.lua are prepended.)
 --
--- KEYS[1..6] as rwlock_acquire.lua
+-- KEYS[1..7] as rwlock_acquire.lua
 -- ARGV[1] owner token
 -- ARGV[2] request id
 -- ARGV[3] lease in milliseconds (> 0), restored when the owner keeps holds
@@ -50,5 +50,5 @@ else
   redis.call('ZADD', ok, now + lease, tok)
 end
 rw_fit(key, ok, now)
-rw_handoff(key, ok, fk, qk, tk, ARGV[5], now, kind == 'w')
+rw_handoff(ARGV[5], now, kind == 'w')
 return 1

@@ -33,6 +33,9 @@ const (
 	KindString = "m" // plain mutex: a string holding the owner token
 	KindHash   = "h" // reentrant and fair: a hash of owner -> count
 	KindRW     = "w" // read/write lock
+	// KindSemaphore is a semaphore: a hash of owner -> permits with the
+	// owners' expiries in a sorted set (Hold.Aux), renewed like KindRW.
+	KindSemaphore = "s"
 )
 
 // Drift is the safety margin subtracted from a lease to get a local
@@ -45,8 +48,8 @@ func Drift(lease time.Duration) time.Duration {
 // Hold is one owner's hold of one lock, as the watchdog sees it.
 type Hold struct {
 	Key   string // the lock's main key
-	Aux   string // KindRW: the owners' expiries (a sorted set); else ""
-	Kind  string // KindString, KindHash or KindRW
+	Aux   string // KindRW, KindSemaphore: the owners' expiries (a sorted set); else ""
+	Kind  string // KindString, KindHash, KindRW or KindSemaphore
 	Token string // the owner token
 
 	// OnLost, if set, is called when the watchdog itself declares the
@@ -354,10 +357,17 @@ func (w *Watchdog) loop() {
 		started := time.Now()
 		next := w.period
 		if claims {
-			// Claims only, at once; the period's round keeps its time.
-			if !w.round(true) && !t.Stop() {
-				<-t.C
-				t.Reset(0)
+			// Claims only, at once; the period's round keeps its time,
+			// unless the claims failed: then a full round, soon, retries
+			// them.
+			if !w.round(true) {
+				if !t.Stop() {
+					select {
+					case <-t.C:
+					default:
+					}
+				}
+				t.Reset(min(w.period/4, 500*time.Millisecond))
 			}
 			continue
 		}

@@ -295,3 +295,33 @@ func TestCloseDuringRound(t *testing.T) {
 		assert.Zero(t, w.Len(), "a hold is watched after Close")
 	})
 }
+
+// TestFailedClaimRoundKeepsRenewing: a claims-only round that fails must
+// not stop the periodic renewals of the other holds (review: the period
+// timer was stopped and never reset, and every hold was lost).
+func TestFailedClaimRoundKeepsRenewing(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		rdb := s.Client(t)
+		const lease = 600 * time.Millisecond
+		w := watchdog.New(rdb, lease, nil)
+		t.Cleanup(w.Close)
+		name := redistest.Name(t)
+		healthy, broken := "relock:mutex:{"+name+".a}", "relock:mutex:{"+name+".b}"
+		require.NoError(t, rdb.Set(ctx, healthy, "tok", lease).Err())
+		h1 := watchdog.NewHold(healthy, watchdog.KindString, "tok")
+		require.False(t, w.Add(h1, time.Now(), lease, true))
+		time.Sleep(50 * time.Millisecond) // the period timer runs; no round yet
+		// A key of the wrong type: the claim's renewal script fails.
+		require.NoError(t, rdb.RPush(ctx, broken, "x").Err())
+		require.NoError(t, rdb.PExpire(ctx, broken, 5*time.Second).Err())
+		h2 := watchdog.NewHold(broken, watchdog.KindString, "tok")
+		require.False(t, w.Claim(h2, time.Now(), 300*time.Millisecond, lease, true))
+		select {
+		case <-h1.Lost():
+			t.Fatalf("a healthy hold was lost after a failed claim: %v", w.Err(h1))
+		case <-time.After(3 * lease):
+		}
+		assert.Positive(t, rdb.PTTL(ctx, healthy).Val(), "the healthy lock expired")
+	})
+}

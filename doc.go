@@ -1,7 +1,10 @@
 // Package relock provides distributed locks on Redis with the semantics
 // Java users know from Redisson, for Go: a plain mutex (package mutex), a
 // reentrant lock (package reentrant), a strictly FIFO fair lock (package
-// fair) and a read/write lock with sync.RWMutex semantics (package rwlock).
+// fair), a read/write lock with sync.RWMutex semantics (package rwlock), a
+// weighted semaphore whose permits cannot leak (package semaphore), a
+// count-down latch (package latch), and MultiLock, which takes several
+// locks as one.
 //
 // This package holds what they share: the Client, the options and the
 // errors. A Client wraps a go-redis client and owns one watchdog goroutine,

@@ -52,4 +52,11 @@ var (
 	// FLUSH, a restart or failover that lost it) or had expired and been
 	// taken by another owner. It comes with ErrNotHeld.
 	ErrLockGone = lockerr.Gone
+
+	// ErrCapacityMismatch is returned by a semaphore call from a handle
+	// made with a number of permits other than the capacity the semaphore
+	// is in use with (the permits of the handles holding permits now);
+	// nothing is changed. Every handle of one semaphore name must be made
+	// with the same permits.
+	ErrCapacityMismatch = lockerr.CapacityMismatch
 )

@@ -139,3 +139,8 @@ func (l *Lock) Fence() int64 { return l.x.Fence() }
 
 // Name returns the lock's name.
 func (l *Lock) Name() string { return l.x.Name }
+
+// Kind returns the lock's type, "fair" (see relock.Locker).
+func (l *Lock) Kind() string { return l.x.Kind }
+
+var _ relock.Locker = (*Lock)(nil)

@@ -135,3 +135,8 @@ func (m *Mutex) Fence() int64 { return m.x.Fence() }
 
 // Name returns the lock's name.
 func (m *Mutex) Name() string { return m.x.Name }
+
+// Kind returns the lock's type, "mutex" (see relock.Locker).
+func (m *Mutex) Kind() string { return m.x.Kind }
+
+var _ relock.Locker = (*Mutex)(nil)

@@ -29,8 +29,10 @@
 // waiting. Writers are served in arrival order: when the last hold ends,
 // the release itself makes the longest-waiting writer the owner and pushes
 // it the grant, so it starts without another round trip; a release of the
-// write lock with no writer waiting wakes the waiting readers. Nobody else
-// is woken. A waiting writer that crashes holds new readers back for at
+// write lock with no writer waiting wakes the waiting readers (a refused
+// reader leaves a marker, relock:rwlock:{name}:readers, that lives a
+// heartbeat: with no reader waiting nothing is published). Nobody else is
+// woken. A waiting writer that crashes holds new readers back for at
 // most its heartbeat, and a grant to a writer that died right after its
 // last heartbeat blocks the lock for at most half a heartbeat (its claim
 // lease).
@@ -229,6 +231,12 @@ func (l *RWMutex) Fence() int64 {
 
 // Name returns the lock's name.
 func (l *RWMutex) Name() string { return l.h.Name }
+
+// Kind returns the lock's type, "rwlock" (see relock.Locker: an RWMutex
+// is a Locker through its write lock).
+func (l *RWMutex) Kind() string { return l.h.Kind }
+
+var _ relock.Locker = (*RWMutex)(nil)
 
 func (l *RWMutex) errorf(op string, err error) error {
 	return fmt.Errorf("rwlock: %s %q: %w", op, l.h.Name, err)

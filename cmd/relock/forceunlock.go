@@ -13,6 +13,7 @@ import (
 	"github.com/relock-go/relock/mutex"
 	"github.com/relock-go/relock/reentrant"
 	"github.com/relock-go/relock/rwlock"
+	"github.com/relock-go/relock/semaphore"
 )
 
 // cmdForceUnlock deletes every held lock called args[0], after asking
@@ -28,8 +29,8 @@ func cmdForceUnlock(e *env, args []string) error {
 	defer c.Close()
 	deleted, declined := 0, 0
 	for _, l := range locks {
-		if !l.Held {
-			continue // only waiters: nothing to delete
+		if !l.Held || l.Kind == "latch" {
+			continue // only waiters, or a latch (nobody holds it): nothing to delete
 		}
 		owners := fingerprints(l)
 		if !e.opts.yes && !e.confirm(fmt.Sprintf("force-unlock %s %q held by %s? [y/N] ", l.Kind, name, strings.Join(owners, ", "))) {
@@ -37,7 +38,7 @@ func cmdForceUnlock(e *env, args []string) error {
 			continue
 		}
 		ctx, cancel := e.callCtx()
-		ok, err := forceUnlock(ctx, c, l.Kind, name)
+		ok, err := forceUnlock(ctx, c, l, name)
 		cancel()
 		if err != nil {
 			return err
@@ -58,9 +59,13 @@ func cmdForceUnlock(e *env, args []string) error {
 	return fmt.Errorf("nothing to force-unlock: no lock named %q is held", name)
 }
 
-// forceUnlock calls the ForceUnlock of the lock type kind.
-func forceUnlock(ctx context.Context, c *relock.Client, kind, name string) (bool, error) {
+// forceUnlock calls the ForceUnlock of l's lock type (a semaphore's
+// ForceRelease, with its capacity).
+func forceUnlock(ctx context.Context, c *relock.Client, l inspect.Lock, name string) (bool, error) {
+	kind := l.Kind
 	switch kind {
+	case "semaphore":
+		return semaphore.New(c, name, l.Permits).ForceRelease(ctx)
 	case "mutex":
 		return mutex.New(c, name).ForceUnlock(ctx)
 	case "reentrant":

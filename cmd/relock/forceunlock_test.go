@@ -15,6 +15,7 @@ import (
 	"github.com/relock-go/relock/mutex"
 	"github.com/relock-go/relock/reentrant"
 	"github.com/relock-go/relock/rwlock"
+	"github.com/relock-go/relock/semaphore"
 )
 
 // holder is the exclusive side of a lock handle.
@@ -32,7 +33,15 @@ var kinds = []struct {
 	{"reentrant", func(c *relock.Client, name string) holder { return reentrant.New(c, name) }},
 	{"fair", func(c *relock.Client, name string) holder { return fair.New(c, name) }},
 	{"rwlock", func(c *relock.Client, name string) holder { return rwlock.New(c, name) }},
+	{"semaphore", func(c *relock.Client, name string) holder { return permit{semaphore.New(c, name, 1)} }},
 }
+
+// permit is a one-permit semaphore as a holder.
+type permit struct{ s *semaphore.Semaphore }
+
+func (p permit) Lock(ctx context.Context) error   { return p.s.Acquire(ctx, 1) }
+func (p permit) Unlock(ctx context.Context) error { return p.s.Release(ctx, 1) }
+func (p permit) Lost() <-chan struct{}            { return p.s.Lost() }
 
 // owners returns the fingerprints of the owners of the kind lock called
 // name.

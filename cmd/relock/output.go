@@ -13,8 +13,9 @@ import (
 )
 
 // jsonLock is the JSON form of a lock (one object per line). Optional
-// fields are those of one lock type: queue (fair), mode and
-// waiting_writers (rwlock), fence (locks used with fencing).
+// fields are those of one lock type: queue (mutex, reentrant, fair,
+// semaphore), mode and waiting_writers (rwlock), permits and used
+// (semaphore), count (latch), fence (locks used with fencing).
 type jsonLock struct {
 	Kind           string        `json:"kind"`
 	Name           string        `json:"name"`
@@ -24,6 +25,9 @@ type jsonLock struct {
 	Owners         []jsonOwner   `json:"owners"`
 	Queue          *[]jsonWaiter `json:"queue,omitempty"`
 	WaitingWriters *[]jsonWaiter `json:"waiting_writers,omitempty"`
+	Permits        *int          `json:"permits,omitempty"`
+	Used           *int          `json:"used,omitempty"`
+	Count          *int          `json:"count,omitempty"`
 	Fence          *int64        `json:"fence,omitempty"`
 }
 
@@ -38,6 +42,7 @@ type jsonOwner struct {
 type jsonWaiter struct {
 	Owner   string `json:"owner"`
 	AliveMs int64  `json:"alive_ms"`
+	Want    int    `json:"want,omitempty"` // permits a semaphore waiter asks for
 }
 
 func toJSON(l inspect.Lock) jsonLock {
@@ -48,19 +53,30 @@ func toJSON(l inspect.Lock) jsonLock {
 	}
 	for _, o := range l.Owners {
 		jo := jsonOwner{Owner: o.Fingerprint, Count: o.Count}
-		if l.Kind == "rwlock" {
+		switch l.Kind {
+		case "rwlock":
 			r, w, e := o.Read, o.Write, o.Expires.Milliseconds()
 			jo.Read, jo.Write, jo.ExpiresMs = &r, &w, &e
+		case "semaphore":
+			e := o.Expires.Milliseconds()
+			jo.ExpiresMs = &e
 		}
 		j.Owners = append(j.Owners, jo)
 	}
 	switch l.Kind {
-	case "fair":
-		q := waitersJSON(l.Queue)
-		j.Queue = &q
 	case "rwlock":
 		w := waitersJSON(l.WaitingWriters)
 		j.WaitingWriters = &w
+	case "latch":
+		n := l.Count
+		j.Count = &n
+	default:
+		q := waitersJSON(l.Queue)
+		j.Queue = &q
+	}
+	if l.Kind == "semaphore" {
+		p, u := l.Permits, l.Used
+		j.Permits, j.Used = &p, &u
 	}
 	if l.HasFence {
 		f := l.Fence
@@ -72,7 +88,7 @@ func toJSON(l inspect.Lock) jsonLock {
 func waitersJSON(ws []inspect.Waiter) []jsonWaiter {
 	out := make([]jsonWaiter, 0, len(ws))
 	for _, w := range ws {
-		out = append(out, jsonWaiter{Owner: w.Fingerprint, AliveMs: w.Alive.Milliseconds()})
+		out = append(out, jsonWaiter{Owner: w.Fingerprint, AliveMs: w.Alive.Milliseconds(), Want: w.Count})
 	}
 	return out
 }
@@ -102,15 +118,27 @@ func writeDetails(w io.Writer, locks []inspect.Lock) error {
 		if l.HasFence {
 			head += ", fence " + strconv.FormatInt(l.Fence, 10)
 		}
+		switch l.Kind {
+		case "semaphore":
+			head += fmt.Sprintf(", %d of %d permits used", l.Used, l.Permits)
+		case "latch":
+			head += fmt.Sprintf(", count %d", l.Count)
+		}
 		fmt.Fprintln(w, head)
 		if len(l.Owners) > 0 {
 			t := table(w)
-			if l.Kind == "rwlock" {
+			switch l.Kind {
+			case "rwlock":
 				fmt.Fprintln(t, "  OWNER\tREAD\tWRITE\tEXPIRES")
 				for _, o := range l.Owners {
 					fmt.Fprintf(t, "  %s\t%d\t%d\t%s\n", o.Fingerprint, o.Read, o.Write, ttlString(o.Expires))
 				}
-			} else {
+			case "semaphore":
+				fmt.Fprintln(t, "  OWNER\tPERMITS\tEXPIRES")
+				for _, o := range l.Owners {
+					fmt.Fprintf(t, "  %s\t%d\t%s\n", o.Fingerprint, o.Count, ttlString(o.Expires))
+				}
+			default:
 				fmt.Fprintln(t, "  OWNER\tHOLDS")
 				for _, o := range l.Owners {
 					fmt.Fprintf(t, "  %s\t%d\n", o.Fingerprint, o.Count)
@@ -122,9 +150,16 @@ func writeDetails(w io.Writer, locks []inspect.Lock) error {
 		}
 		if len(l.Queue) > 0 {
 			t := table(w)
-			fmt.Fprintln(t, "  QUEUE\tWAITER\tALIVE")
-			for i, q := range l.Queue {
-				fmt.Fprintf(t, "  %d\t%s\t%s\n", i+1, q.Fingerprint, aliveString(q.Alive))
+			if l.Kind == "semaphore" {
+				fmt.Fprintln(t, "  QUEUE\tWAITER\tWANTS\tALIVE")
+				for i, q := range l.Queue {
+					fmt.Fprintf(t, "  %d\t%s\t%d\t%s\n", i+1, q.Fingerprint, q.Count, aliveString(q.Alive))
+				}
+			} else {
+				fmt.Fprintln(t, "  QUEUE\tWAITER\tALIVE")
+				for i, q := range l.Queue {
+					fmt.Fprintf(t, "  %d\t%s\t%s\n", i+1, q.Fingerprint, aliveString(q.Alive))
+				}
 			}
 			if err := t.Flush(); err != nil {
 				return err
@@ -154,10 +189,11 @@ func writeList(w io.Writer, locks []inspect.Lock) error {
 			ttl = ttlString(l.TTL)
 		}
 		switch l.Kind {
-		case "fair":
-			waiters = strconv.Itoa(len(l.Queue))
 		case "rwlock":
 			waiters = strconv.Itoa(len(l.WaitingWriters))
+		case "latch":
+		default:
+			waiters = strconv.Itoa(len(l.Queue))
 		}
 		fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%s\n", l.Kind, displayName(l.Name), state(l), ownersCell(l), ttl, waiters)
 	}

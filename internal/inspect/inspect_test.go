@@ -20,9 +20,11 @@ import (
 	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/inspect"
 	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/latch"
 	"github.com/relock-go/relock/mutex"
 	"github.com/relock-go/relock/reentrant"
 	"github.com/relock-go/relock/rwlock"
+	"github.com/relock-go/relock/semaphore"
 )
 
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
@@ -499,4 +501,45 @@ func toStrings(a []any) []string {
 		out[i] = v.(string)
 	}
 	return out
+}
+
+// TestInspectSemaphoreAndLatch: a semaphore's capacity, holders with their
+// permits and its queue with the permits each waiter asks for; a latch's
+// count.
+func TestInspectSemaphoreAndLatch(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		c, rdb := redistest.NewClient(t, s, relock.WithWatchdogTimeout(lease))
+		name := redistest.Name(t)
+		a, b := semaphore.New(c, name, 3), semaphore.New(c, name, 3)
+		require.NoError(t, a.Acquire(ctx, 1))
+		require.NoError(t, b.Acquire(ctx, 2))
+		t.Cleanup(func() { _ = a.Release(ctx, 1); _ = b.Release(ctx, 2) })
+		w := semaphore.New(c, name, 3)
+		blocked(t, func(ctx context.Context) error { return w.Acquire(ctx, 2) })
+		waitFor(t, "queued", func() bool { return rdb.ZCard(ctx, core.NewKeys("semaphore", name).Queue).Val() == 1 })
+		l := latch.New(c, name)
+		ok, err := l.TrySetCount(ctx, 5)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.NoError(t, l.CountDown(ctx))
+
+		locks, err := inspect.Inspect(ctx, rdb, name)
+		require.NoError(t, err)
+		require.Len(t, locks, 2)
+		sem, lt := locks[0], locks[1]
+		assert.Equal(t, "semaphore", sem.Kind)
+		assert.True(t, sem.Held)
+		assert.Equal(t, 3, sem.Permits)
+		assert.Equal(t, 3, sem.Used)
+		require.Len(t, sem.Owners, 2)
+		counts := []int{sem.Owners[0].Count, sem.Owners[1].Count}
+		assert.ElementsMatch(t, []int{1, 2}, counts)
+		require.Len(t, sem.Queue, 1)
+		assert.Equal(t, 2, sem.Queue[0].Count, "the permits the waiter asks for")
+		assert.Equal(t, "latch", lt.Kind)
+		assert.Equal(t, 4, lt.Count)
+		assert.True(t, lt.Held)
+		assert.Greater(t, lt.TTL, time.Hour)
+	})
 }

@@ -31,11 +31,11 @@ import (
 )
 
 // Kinds lists the lock types, in the order they are shown.
-var Kinds = []string{"mutex", "reentrant", "fair", "rwlock"}
+var Kinds = []string{"mutex", "reentrant", "fair", "rwlock", "semaphore", "latch"}
 
 // Lock is the state of one lock (one kind and name) at one instant.
 type Lock struct {
-	Kind string // "mutex", "reentrant", "fair" or "rwlock"
+	Kind string // "mutex", "reentrant", "fair", "rwlock", "semaphore" or "latch"
 	Name string
 	// Held reports whether some owner holds the lock now (an rwlock: a
 	// read or write hold whose expiry has not passed).
@@ -53,6 +53,11 @@ type Lock struct {
 	// WaitingWriters are an rwlock's queued writers (they hold back new
 	// readers), in arrival order.
 	WaitingWriters []Waiter
+	// Permits is a semaphore's capacity (stored while permits are held),
+	// Used the permits its live holders hold.
+	Permits, Used int
+	// Count is a latch's count (Held while it is above 0).
+	Count int
 	// Fence is the fencing counter (the last token issued), valid when
 	// HasFence: the counter exists only for locks used WithFencing.
 	Fence    int64
@@ -63,7 +68,8 @@ type Lock struct {
 type Owner struct {
 	Fingerprint string // core.Fingerprint of the owner's token
 	// Count is the number of holds: 1 for a mutex, the re-entry count of
-	// a reentrant or fair lock, read plus write holds of an rwlock.
+	// a reentrant or fair lock, read plus write holds of an rwlock, the
+	// permits of a semaphore holder.
 	Count int
 	// Read and Write are an rwlock owner's read and write hold counts.
 	Read, Write int
@@ -79,6 +85,8 @@ type Waiter struct {
 	// shows it is alive again (its deadline minus the server's time). At 0
 	// it is dead: it is dropped when it reaches the head of the queue.
 	Alive time.Duration
+	// Count is the permits a semaphore waiter asks for (0 otherwise).
+	Count int
 }
 
 // Ref names one lock.
@@ -99,7 +107,7 @@ type layout struct {
 	decode func(name string, reply any) (l Lock, ok bool, err error)
 }
 
-var layouts = []*layout{&mutexLayout, &reentrantLayout, &fairLayout, &rwlockLayout}
+var layouts = []*layout{&mutexLayout, &reentrantLayout, &fairLayout, &rwlockLayout, &semaphoreLayout, &latchLayout}
 
 func layoutOf(kind string) *layout {
 	for _, l := range layouts {

@@ -20,6 +20,9 @@ var (
 	Closed        = errors.New("relock: client closed")
 	Expired       = errors.New("relock: lease expired")
 	Gone          = errors.New("relock: lock gone or taken by another owner")
+	// CapacityMismatch: a semaphore handle's permits differ from those of
+	// the handles using the semaphore.
+	CapacityMismatch = errors.New("relock: semaphore capacity mismatch")
 )
 
 // loss is why a hold was lost: it matches NotHeld and its reason

@@ -3,16 +3,16 @@
 -- (clock.lua is prepended.)
 --
 -- KEYS         the keys of the holds, in order: one per hold, two for a
---              "w" hold (its lock hash, then its owners' sorted set)
+--              "w" or "s" hold (its hash, then its owners' sorted set)
 -- ARGV[3i-2]   kind of hold i: "m" mutex (string), "h" hash of owner counts
---              (reentrant, fair), "w" read/write lock
+--              (reentrant, fair), "w" read/write lock, "s" semaphore
 -- ARGV[3i-1]   owner token of hold i
 -- ARGV[3i]     lease of hold i in milliseconds (> 0)
 --
 -- Reply: array, element i is 1 if hold i was extended, 0 if this owner no
 -- longer holds that lock (it is gone or someone else's). A missing lock is
 -- never recreated, and only this owner's own hold is extended.
-local now -- server time in ms (clock.lua), read once when a "w" hold needs it
+local now -- server time in ms (clock.lua), read once when a "w" or "s" hold needs it
 local out, k = {}, 1
 for i = 1, #ARGV / 3 do
   local kind, tok, lease = ARGV[3 * i - 2], ARGV[3 * i - 1], tonumber(ARGV[3 * i])
@@ -30,15 +30,22 @@ for i = 1, #ARGV / 3 do
       redis.call('PEXPIRE', key, lease)
       ok = 1
     end
-  elseif kind == 'w' then
-    -- Only this owner's expiry moves (see rwlock_common.lua); another
-    -- owner's, even an expired one's, is left alone. Both keys then live
-    -- at least as long as this owner's holds.
+  elseif kind == 'w' or kind == 's' then
+    -- Only this owner's expiry moves (see rwlock_common.lua and
+    -- semaphore_common.lua); another owner's, even an expired one's, is
+    -- left alone. Both keys then live at least as long as this owner's
+    -- holds.
     local owners = KEYS[k]
     k = k + 1
     local e = redis.call('ZSCORE', owners, tok)
-    local f = redis.call('HMGET', key, tok .. ':r', tok .. ':w')
-    if e and (f[1] or f[2]) then
+    local held
+    if kind == 'w' then
+      local f = redis.call('HMGET', key, tok .. ':r', tok .. ':w')
+      held = f[1] or f[2]
+    else
+      held = redis.call('HEXISTS', key, tok) == 1
+    end
+    if e and held then
       now = now or server_ms()
       if tonumber(e) > now then
         redis.call('ZADD', owners, now + lease, tok)

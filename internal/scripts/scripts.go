@@ -112,3 +112,43 @@ func barging(src string) string { return record + clock + queue + handoffLua + s
 
 // rw prepends what every read/write-lock script uses.
 func rw(src string) string { return record + clock + queue + rwlockCommon + src }
+
+// The semaphore scripts; all share record.lua, clock.lua, queue.lua and
+// semaphore_common.lua.
+var (
+	//go:embed semaphore_common.lua
+	semaphoreCommon string
+	//go:embed semaphore_acquire.lua
+	semaphoreAcquire string
+	//go:embed semaphore_release.lua
+	semaphoreRelease string
+	//go:embed semaphore_abort.lua
+	semaphoreAbort string
+	//go:embed semaphore_leave.lua
+	semaphoreLeave string
+	//go:embed semaphore_available.lua
+	semaphoreAvailable string
+	//go:embed semaphore_force_release.lua
+	semaphoreForceRelease string
+
+	SemAcquire      = redis.NewScript(sem(semaphoreAcquire))
+	SemRelease      = redis.NewScript(sem(semaphoreRelease))
+	SemAbort        = redis.NewScript(sem(semaphoreAbort))
+	SemLeave        = redis.NewScript(sem(semaphoreLeave))
+	SemAvailable    = redis.NewScript(sem(semaphoreAvailable))
+	SemForceRelease = redis.NewScript(sem(semaphoreForceRelease))
+)
+
+// sem prepends what every semaphore script uses.
+func sem(src string) string { return record + clock + queue + semaphoreCommon + src }
+
+// The count-down latch scripts; both share record.lua.
+var (
+	//go:embed latch_set.lua
+	latchSet string
+	//go:embed latch_count_down.lua
+	latchCountDown string
+
+	LatchSet       = redis.NewScript(record + latchSet)
+	LatchCountDown = redis.NewScript(record + latchCountDown)
+)

@@ -1,0 +1,317 @@
+package relock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/relock-go/relock/internal/lockerr"
+)
+
+// Locker is an exclusive lock handle, as MultiLock takes it: a
+// *mutex.Mutex, *reentrant.Lock, *fair.Lock, or *rwlock.RWMutex (through
+// its write lock: Lock, TryLock, Unlock). Kind and Name identify the lock
+// (Kind is the lock type's name, as in Event.Kind); two handles with the
+// same kind and name are handles on the same lock.
+type Locker interface {
+	Lock(ctx context.Context) error
+	TryLock(ctx context.Context) (bool, error)
+	Unlock(ctx context.Context) error
+	Lost() <-chan struct{}
+	Kind() string
+	Name() string
+}
+
+// Multi is several locks taken and released as one (Redisson's
+// RedissonMultiLock): all or none. Make it with MultiLock.
+//
+// Its parts are always acquired in one canonical order, sorted by kind
+// and then name, whatever the order they were given in, so two Multis
+// over overlapping sets of locks never deadlock each other (nor with code
+// that takes the same locks in that order). They are released in the
+// reverse order. A Multi holds what its parts hold: it is reentrant if
+// all of its parts are (a second Lock of a Multi with a mutex part fails
+// with ErrAlreadyHeld and gives back what it took). Its parts' handles
+// must not be locked or unlocked on their own while the Multi holds them.
+//
+// A Multi is safe for concurrent use and must not be copied. Its methods
+// start no goroutine, except Lost (see there).
+type Multi struct {
+	locks []Locker // in canonical order
+	err   error    // invalid arguments, reported by every call
+
+	mu   sync.Mutex
+	held []int  // holds of each part taken through the Multi, not yet given back
+	owed []bool // parts whose give-back (after a failed Lock) had an unknown outcome
+	hold *multiHold
+}
+
+// multiHold is one hold of a Multi, from the Lock that took its parts to
+// the Unlock that gave the last of them back.
+type multiHold struct {
+	parts    []<-chan struct{} // the parts' Lost channels
+	lost     chan struct{}     // closed when a part is lost
+	done     chan struct{}     // closed when the hold ends
+	watching bool              // a goroutine watches parts (see Lost)
+	ended    bool
+}
+
+// MultiLock returns the Multi of locks. It never fails: no lock, a nil
+// lock, or the same lock twice (the same kind and name, which could only
+// deadlock) is reported by every call as an error matching
+// ErrInvalidOption, before any lock is touched.
+func MultiLock(locks ...Locker) *Multi {
+	m := &Multi{locks: append([]Locker(nil), locks...)}
+	if len(locks) == 0 {
+		m.err = fmt.Errorf("%w: no lock", lockerr.InvalidOption)
+		return m
+	}
+	for i, l := range locks {
+		if v := reflect.ValueOf(l); l == nil || (v.Kind() == reflect.Pointer && v.IsNil()) {
+			m.err = fmt.Errorf("%w: lock %d is nil", lockerr.InvalidOption, i)
+			return m
+		}
+	}
+	sort.SliceStable(m.locks, func(i, j int) bool {
+		a, b := m.locks[i], m.locks[j]
+		if a.Kind() != b.Kind() {
+			return a.Kind() < b.Kind()
+		}
+		return a.Name() < b.Name()
+	})
+	for i := 1; i < len(m.locks); i++ {
+		if a, b := m.locks[i-1], m.locks[i]; a.Kind() == b.Kind() && a.Name() == b.Name() {
+			m.err = fmt.Errorf("%w: %s %q given twice", lockerr.InvalidOption, a.Kind(), a.Name())
+			return m
+		}
+	}
+	m.held = make([]int, len(m.locks))
+	m.owed = make([]bool, len(m.locks))
+	return m
+}
+
+// Lock acquires every part, in canonical order, each waiting as its Lock
+// does, until all are held or ctx ends. If a part fails (ctx ended: the
+// error matches ErrNotObtained and ctx.Err(), like Lock; or any other
+// error of the part, which it wraps), the parts taken by this call are
+// released, in reverse order, before Lock returns.
+func (m *Multi) Lock(ctx context.Context) error {
+	if m.err != nil {
+		return fmt.Errorf("multilock: lock: %w", m.err)
+	}
+	if err := m.settle(ctx); err != nil {
+		return fmt.Errorf("multilock: lock: %w", err)
+	}
+	for i, l := range m.locks {
+		if err := l.Lock(ctx); err != nil {
+			return m.giveBack(ctx, i, fmt.Errorf("multilock: lock: %w", err))
+		}
+	}
+	m.took()
+	return nil
+}
+
+// TryLock makes one attempt at each part, in canonical order: (true,
+// nil) if it took them all; (false, nil) if one is held elsewhere, or
+// (false, err) if one failed, after releasing, in reverse order, the
+// parts it took.
+func (m *Multi) TryLock(ctx context.Context) (bool, error) {
+	if m.err != nil {
+		return false, fmt.Errorf("multilock: trylock: %w", m.err)
+	}
+	if err := m.settle(ctx); err != nil {
+		return false, fmt.Errorf("multilock: trylock: %w", err)
+	}
+	for i, l := range m.locks {
+		ok, err := l.TryLock(ctx)
+		if err != nil {
+			return false, m.giveBack(ctx, i, fmt.Errorf("multilock: trylock: %w", err))
+		}
+		if !ok {
+			return false, m.giveBack(ctx, i, nil)
+		}
+	}
+	m.took()
+	return true, nil
+}
+
+// Unlock releases every part, in reverse canonical order, even when some
+// fail; the error joins the parts' errors (each matching what that part's
+// Unlock returned: ErrNotHeld for a part that was lost, say). Without a
+// hold it returns an error matching ErrNotHeld. A part whose Unlock
+// failed with an unknown outcome (a network error) stays held by the
+// Multi: calling Unlock again repeats only that part's request.
+func (m *Multi) Unlock(ctx context.Context) error {
+	if m.err != nil {
+		return fmt.Errorf("multilock: unlock: %w", m.err)
+	}
+	if err := m.settle(ctx); err != nil {
+		return fmt.Errorf("multilock: unlock: %w", err)
+	}
+	m.mu.Lock()
+	top := 0
+	for _, n := range m.held {
+		top = max(top, n)
+	}
+	if top == 0 {
+		m.mu.Unlock()
+		return fmt.Errorf("multilock: unlock: %w", lockerr.NotHeld)
+	}
+	// The parts at the top count: all of them, unless an earlier Unlock
+	// failed for some. They are counted as given back now, so that a
+	// concurrent Unlock does not give them back twice.
+	var order []int
+	for i := len(m.locks) - 1; i >= 0; i-- {
+		if m.held[i] == top {
+			m.held[i]--
+			order = append(order, i)
+		}
+	}
+	m.mu.Unlock()
+
+	var errs []error
+	for _, i := range order {
+		err := m.locks[i].Unlock(ctx)
+		if err == nil {
+			continue
+		}
+		errs = append(errs, err)
+		if !errors.Is(err, lockerr.NotHeld) {
+			// Unknown outcome: still held, as far as the Multi knows.
+			m.mu.Lock()
+			m.held[i]++
+			m.mu.Unlock()
+		}
+	}
+	m.mu.Lock()
+	m.endIfFree()
+	m.mu.Unlock()
+	if len(errs) > 0 {
+		return fmt.Errorf("multilock: unlock: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// Lost returns a channel that is closed when any part of the Multi's
+// current hold is lost (its own Lost channel fires). A hold that ends by
+// Unlock is not lost, and its channel stays open. Before the first
+// successful Lock it returns nil.
+//
+// The first call during a hold starts one goroutine that watches the
+// parts; it exits when a part is lost or the hold ends (the Unlock that
+// gives the last part back). Without a call to Lost, no goroutine runs.
+func (m *Multi) Lost() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h := m.hold
+	if h == nil {
+		return nil
+	}
+	if !h.watching && !h.ended {
+		h.watching = true
+		go h.watch()
+	}
+	return h.lost
+}
+
+// watch closes h.lost when a part is lost, or returns when h ends.
+func (h *multiHold) watch() {
+	cases := make([]reflect.SelectCase, 0, len(h.parts)+1)
+	cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(h.done)})
+	for _, c := range h.parts {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c)})
+	}
+	if i, _, _ := reflect.Select(cases); i > 0 {
+		close(h.lost)
+	}
+}
+
+// took counts a successful Lock or TryLock of every part.
+func (m *Multi) took() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.hold == nil || m.hold.ended {
+		h := &multiHold{lost: make(chan struct{}), done: make(chan struct{})}
+		for _, l := range m.locks {
+			if c := l.Lost(); c != nil {
+				h.parts = append(h.parts, c)
+			}
+		}
+		m.hold = h
+	}
+	for i := range m.held {
+		m.held[i]++
+	}
+}
+
+// endIfFree ends the current hold once no part is held. The caller holds
+// m.mu.
+func (m *Multi) endIfFree() {
+	for _, n := range m.held {
+		if n > 0 {
+			return
+		}
+	}
+	if h := m.hold; h != nil && !h.ended {
+		h.ended = true
+		close(h.done)
+	}
+}
+
+// giveBack releases, in reverse order, the first n parts, taken by a Lock
+// or TryLock that then failed with err (nil: a TryLock that found a part
+// held), and returns err. It does so even though ctx may have ended. A
+// part whose release has an unknown outcome (a network error) is owed:
+// the Multi's next call repeats that release before anything else.
+func (m *Multi) giveBack(ctx context.Context, n int, err error) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), giveBackTimeout)
+	defer cancel()
+	var errs []error
+	for i := n - 1; i >= 0; i-- {
+		if uerr := m.locks[i].Unlock(cctx); uerr != nil && !errors.Is(uerr, lockerr.NotHeld) {
+			m.mu.Lock()
+			m.owed[i] = true
+			m.mu.Unlock()
+			errs = append(errs, uerr)
+		}
+	}
+	if len(errs) > 0 {
+		if err == nil {
+			err = errors.New("multilock: trylock: a part is held elsewhere")
+		}
+		return fmt.Errorf("%w (and giving back the locks taken failed; the next call repeats it: %w)", err, errors.Join(errs...))
+	}
+	return err
+}
+
+// giveBackTimeout bounds the release of parts taken by a failed Lock.
+const giveBackTimeout = 5 * time.Second
+
+// settle repeats the releases that giveBack could not confirm; it returns
+// an error if one still cannot be confirmed, and the caller then sends
+// nothing else (a part's next request would otherwise be mistaken for
+// the repeat, or the repeat release a new hold).
+func (m *Multi) settle(ctx context.Context) error {
+	m.mu.Lock()
+	var owed []int
+	for i, o := range m.owed {
+		if o {
+			owed = append(owed, i)
+		}
+	}
+	m.mu.Unlock()
+	for j := len(owed) - 1; j >= 0; j-- {
+		i := owed[j]
+		if err := m.locks[i].Unlock(ctx); err != nil && !errors.Is(err, lockerr.NotHeld) {
+			return fmt.Errorf("a release owed since a failed lock: %w", err)
+		}
+		m.mu.Lock()
+		m.owed[i] = false
+		m.mu.Unlock()
+	}
+	return nil
+}

@@ -1,0 +1,241 @@
+// Package semaphore provides a distributed weighted semaphore on Redis:
+// a named pool of permits shared by every handle of that name, with the
+// semantics of golang.org/x/sync/semaphore and permits that cannot leak.
+//
+// # Guarantees
+//
+//   - Capacity: the permits held by all handles of one name never exceed
+//     the capacity (while Redis keeps the semaphore's keys and each holder
+//     acts before its local deadline, as for every relock lock).
+//   - Leases: the permits a handle holds are a lease owned by that handle.
+//     Without relock.WithLease, the Client's watchdog renews them while
+//     the handle holds any; a holder that crashes or whose Client closes
+//     without releasing loses them within one lease (the watchdog
+//     timeout, default 30 s), and they go to the waiters. (Redisson's
+//     RSemaphore leaks them.) A handle learns that its permits were lost
+//     on its Lost channel, as with the locks.
+//   - FIFO without starvation: waiters are served in arrival order, and a
+//     waiter whose request does not fit stops the queue: later waiters
+//     wait behind it even if their smaller requests would fit, so a
+//     request for many permits is not overtaken forever by requests for
+//     few (x/sync's rule). TryAcquire fails while anyone waits.
+//   - Hand-over: permits that come back (a release, a waiter that gives
+//     up, a lapsed holder found by any call) are granted at once to the
+//     waiters at the head of the queue whose requests fit, and each is
+//     pushed its grant, so it starts without another round trip. A grant
+//     to a waiter that died blocks its permits for at most half its
+//     heartbeat (its claim lease); a dead waiter at the head holds the
+//     queue for at most its heartbeat (relock.WithHeartbeat, default 5 s).
+//     Every wait is also bounded by a timer, so a lost push delays a
+//     waiter and never hangs it.
+//   - Unknown outcomes: scripts are idempotent per request, so a command
+//     that go-redis resends after a lost reply is applied once; an
+//     Acquire that succeeded at Redis after its ctx ended is undone; a
+//     Release whose reply was lost is resent, with the same request id, by
+//     the handle's next call.
+//   - Cost: one script call per Acquire, TryAcquire or Release when it
+//     need not wait, doing O(log n) work in the number n of holders and
+//     waiters, plus O(log n) per lapsed holder dropped or waiter served
+//     (each once): nothing scans the holders or the queue.
+//
+// # Capacity
+//
+// The capacity is the permits given to New, and every handle of one name
+// must agree on it. The semaphore stores it while any handle holds
+// permits; a call from a handle made with other permits is then refused
+// with an error matching relock.ErrCapacityMismatch, and changes nothing.
+// While nobody holds permits nothing is stored, and the next acquire sets
+// the capacity (so a name may be reused with another capacity once it is
+// idle). Permits must lie in [1, MaxPermits].
+//
+// # Data
+//
+// All keys share the hash tag {name}: a hash relock:semaphore:{name} of
+// each owner's permits (with the capacity and the total held), a sorted
+// set relock:semaphore:{name}:owners of each owner's expiry (server
+// time), the waiters' queue relock:semaphore:{name}:queue and their
+// liveness deadlines :timeouts, and each handle's request record
+// :r:<token> (seconds). Every key has a TTL; once holders and waiters are
+// gone (released, given up or crashed), nothing is left, within one
+// lease.
+//
+// # Limits
+//
+// A handle is one owner: all goroutines using it share its permits, and
+// its permits are lost together. As with x/sync's semaphore, a handle
+// that holds permits and waits for more than are left can wait forever
+// (until ctx ends). relock.WithFencing is ignored. See the relock package
+// documentation for what the guarantees rest on.
+package semaphore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/relock-go/relock"
+	"github.com/relock-go/relock/internal/core"
+	"github.com/relock-go/relock/internal/lockerr"
+	"github.com/relock-go/relock/internal/scripts"
+	"github.com/relock-go/relock/internal/watchdog"
+)
+
+// MaxPermits is the largest capacity a semaphore may have.
+const MaxPermits = math.MaxInt32
+
+// Semaphore is a handle on a named distributed semaphore. The handle is
+// the owner of the permits it acquires: it carries a random 128-bit owner
+// token, and only this handle can release them. Two handles never share
+// permits, even for the same name in one process.
+//
+// A Semaphore is made by New, is safe for concurrent use and must not be
+// copied. Its zero value is not usable.
+type Semaphore struct {
+	h   *core.Holder
+	p   *protocol
+	err error // invalid permits, reported by every call
+}
+
+// New returns a handle on the semaphore called name, with the given
+// capacity (see "Capacity" above). It never fails: an invalid name,
+// capacity or option, or a nil client, is reported by every call, as an
+// error matching relock.ErrInvalidName, relock.ErrInvalidOption or
+// relock.ErrNilClient. relock.WithLease gives the handle's permits a fixed
+// lease instead of the watchdog's renewals; relock.WithHeartbeat sets how
+// long a waiter keeps its place in the queue without showing it is alive.
+func New(c *relock.Client, name string, permits int, opts ...relock.LockOption) *Semaphore {
+	o := core.NewOwner(c, "semaphore", name, core.Options(opts))
+	s := &Semaphore{}
+	if permits < 1 || permits > MaxPermits {
+		s.err = fmt.Errorf("%w: permits %d outside [1, %d]", lockerr.InvalidOption, permits, MaxPermits)
+	}
+	s.h = core.NewHolder(o, nil, watchdog.KindSemaphore)
+	s.p = newProtocol(&s.h.Owner, permits)
+	s.h.Speak(s.p, s.p.keys[2])
+	return s
+}
+
+// check returns why op cannot run (with n permits, if n != 0); a closed
+// Client is allowed only for a release.
+func (s *Semaphore) check(op string, n int, release bool) error {
+	if err := s.h.Check(); err != nil && !(release && errors.Is(err, lockerr.Closed)) {
+		return s.errorf(op, err)
+	}
+	if s.err != nil {
+		return s.errorf(op, s.err)
+	}
+	if n < 1 || (!release && n > s.p.permits) {
+		return s.errorf(op, fmt.Errorf("%w: n = %d outside [1, %d]", lockerr.InvalidOption, n, s.p.permits))
+	}
+	return nil
+}
+
+// Acquire takes n permits, waiting until they are granted in arrival
+// order or ctx ends. n must lie in [1, capacity]; otherwise it returns an
+// error matching relock.ErrInvalidOption at once. Each acquire resets the
+// lease of all of the handle's permits to its full length.
+//
+// On ctx end it returns an error matching both relock.ErrNotObtained and
+// ctx.Err(), the handle has left the queue, and it holds what it held
+// before (permits granted to it meanwhile are passed on). After the
+// handle's permits were lost (see Lost), Acquire returns an error matching
+// relock.ErrNotHeld until they have all been released (see "When a hold
+// is lost" in package relock).
+func (s *Semaphore) Acquire(ctx context.Context, n int) error {
+	if err := s.check("acquire", n, false); err != nil {
+		return err
+	}
+	return s.h.Wait(ctx, "acquire", core.Units, n, core.WaitSpec{
+		Channel: s.h.Keys.Channel,
+		// Each attempt is the waiter's heartbeat.
+		MaxWait: min(s.h.Heartbeat()/4, core.MaxWait),
+	})
+}
+
+// TryAcquire makes one attempt to take n permits: (true, nil) if it took
+// them, (false, nil) if they are not free or others wait (it never
+// overtakes a waiter, and never joins the queue). n must lie in [1,
+// capacity].
+func (s *Semaphore) TryAcquire(ctx context.Context, n int) (bool, error) {
+	if err := s.check("tryacquire", n, false); err != nil {
+		return false, err
+	}
+	return s.h.Try(ctx, "tryacquire", core.Units, n)
+}
+
+// Release gives back n of the permits this handle holds; they go to the
+// waiters at the head of the queue whose requests fit. The last one ends
+// the handle's lease (the watchdog stops renewing). Releasing more than
+// the handle holds (never acquired, already released, or lost) returns an
+// error matching relock.ErrNotHeld and changes nothing; n < 1 returns one
+// matching relock.ErrInvalidOption. If the reply is lost (a network
+// error), calling Release again with the same n is safe: it repeats the
+// same request, which Redis answers as it did the first time.
+func (s *Semaphore) Release(ctx context.Context, n int) error {
+	if err := s.check("release", n, true); err != nil {
+		return err
+	}
+	return s.h.Release(ctx, "release", core.Units, n)
+}
+
+// Held returns the permits this handle holds now, as far as it knows: 0
+// once they are known to be lost (see Lost). It asks nothing of Redis.
+func (s *Semaphore) Held() int { return s.h.Held(core.Units) }
+
+// Available returns the permits free now (the capacity minus those held),
+// after taking back the permits of holders whose lease has run out and
+// granting what fits to the waiters at the head of the queue. It is one
+// script call. While others wait, free permits may still not be enough
+// for the head of the queue.
+func (s *Semaphore) Available(ctx context.Context) (int, error) {
+	if err := s.check("available", 1, false); err != nil {
+		return 0, err
+	}
+	n, err := s.h.Run(ctx, scripts.SemAvailable, s.p.queries, s.p.permits, s.h.Keys.Channel).Int()
+	if err != nil {
+		return 0, s.errorf("available", s.p.mismatch(err))
+	}
+	return n, nil
+}
+
+// ForceRelease takes back every permit of every holder and grants them to
+// the waiters at the head of the queue; it reports whether any permit was
+// held. It is meant for operators (permits stuck after a bug). The former
+// holders learn it at their watchdog's next renewal (within a third of
+// the watchdog timeout; with a fixed lease, at their local deadline):
+// their Lost channels fire and their releases return an error matching
+// relock.ErrNotHeld.
+func (s *Semaphore) ForceRelease(ctx context.Context) (bool, error) {
+	if err := s.check("force-release", 1, false); err != nil {
+		return false, err
+	}
+	n, err := s.h.Run(ctx, scripts.SemForceRelease, s.p.queries, s.p.permits, s.h.Keys.Channel).Int()
+	if err != nil {
+		return false, s.errorf("force-release", err)
+	}
+	return n == 1, nil
+}
+
+// Lost returns a channel that is closed when the handle's current permits
+// are lost: their lease ran out, they were taken back (ForceRelease, the
+// keys deleted), no renewal was confirmed before the local deadline, or
+// the Client was closed. All of a handle's permits are lost together.
+// Permits that end by Release are not lost, and their channel stays open.
+// Before the first successful acquire it returns nil.
+func (s *Semaphore) Lost() <-chan struct{} { return s.h.Lost() }
+
+// LostErr returns why the handle's most recent permits were lost (an
+// error matching relock.ErrNotHeld and one of relock.ErrLeaseExpired,
+// relock.ErrLockGone or relock.ErrClosed), or nil if they were not lost.
+func (s *Semaphore) LostErr() error { return s.h.LostErr() }
+
+// Permits returns the capacity the handle was made with.
+func (s *Semaphore) Permits() int { return s.p.permits }
+
+// Name returns the semaphore's name.
+func (s *Semaphore) Name() string { return s.h.Name }
+
+func (s *Semaphore) errorf(op string, err error) error {
+	return fmt.Errorf("semaphore: %s %q: %w", op, s.h.Name, err)
+}

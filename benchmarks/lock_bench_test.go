@@ -117,6 +117,112 @@ func BenchmarkHandoff(b *testing.B) {
 	}
 }
 
+// BenchmarkHandoffContended measures the hand-off under sustained
+// contention: 16 owners lock one name in a loop with a 1ms critical
+// section; ns/op is the time per acquisition, p50-handoff-ns the median
+// time from a release call to the next holder running.
+func BenchmarkHandoffContended(b *testing.B) {
+	srv := server(b)
+	for _, k := range bench.RelockKinds() {
+		b.Run(fmt.Sprintf("kind=%s/owners=16", short(k)), func(b *testing.B) {
+			cfg := bench.Config{Server: srv, Ops: b.N, ContendedOwners: 16, OnStart: b.ResetTimer}
+			r := bench.HandoffContended(context.Background(), cfg, k)
+			b.StopTimer()
+			fail(b, r)
+			b.ReportMetric(float64(r.Latency.P50.Nanoseconds()), "p50-handoff-ns")
+			b.ReportMetric(float64(r.Latency.P99.Nanoseconds()), "p99-handoff-ns")
+			b.ReportMetric(r.CmdsPerOp, "cmds/op")
+			if s := r.Contention.Server; s != nil {
+				b.ReportMetric(s.UsPerOp, "server-us/op")
+			}
+		})
+	}
+}
+
+// BenchmarkManyReaders measures a read/write lock held by 1, 100 and
+// 1,000 readers: p50-read-ns is a probe's RLock+RUnlock, p50-write-ns its
+// refused write attempt, and on a real server server-us/read-call and
+// server-us/write-call the server's script time per call (ns/op, which
+// would mix both, is not reported).
+func BenchmarkManyReaders(b *testing.B) {
+	srv := server(b)
+	for _, k := range bench.RelockKinds() {
+		if !k.Shared {
+			continue
+		}
+		for _, n := range []int{1, 100, 1000} {
+			b.Run(fmt.Sprintf("kind=%s/readers=%d", short(k), n), func(b *testing.B) {
+				cfg := bench.Config{Server: srv, Ops: b.N, OnStart: b.ResetTimer}
+				r := bench.ManyReaders(context.Background(), cfg, k, n)
+				b.StopTimer()
+				fail(b, r)
+				m := r.ManyReaders
+				b.ReportMetric(0, "ns/op")
+				b.ReportMetric(float64(m.ReadCycle.P50.Nanoseconds()), "p50-read-ns")
+				b.ReportMetric(float64(m.WriteAttempt.P50.Nanoseconds()), "p50-write-ns")
+				if m.Read != nil && m.Write != nil {
+					b.ReportMetric(m.Read.UsPerCall, "server-us/read-call")
+					b.ReportMetric(m.Write.UsPerCall, "server-us/write-call")
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkManyWaiters measures a lock with 1 and 1,000 queued waiters
+// (100 on miniredis): waiters+1 owners lock one name in a loop with no
+// critical section. ns/op is the time per acquisition, p50-handoff-ns the
+// median release-to-next-holder time, and on a real server
+// server-us/call the server's script time per call.
+func BenchmarkManyWaiters(b *testing.B) {
+	srv := server(b)
+	many := 1000
+	if !srv.Real() {
+		many = 100
+	}
+	for _, k := range bench.RelockKinds() {
+		if !k.Queue {
+			continue
+		}
+		for _, w := range []int{1, many} {
+			b.Run(fmt.Sprintf("kind=%s/waiters=%d", short(k), w), func(b *testing.B) {
+				// A queue of 100 on miniredis, which runs every waiter's
+				// heartbeat too, can pause hand-offs for half a second.
+				cfg := bench.Config{Server: srv, Ops: b.N, StallAfter: 5 * time.Second, OnStart: b.ResetTimer}
+				r := bench.ManyWaiters(context.Background(), cfg, k, w)
+				b.StopTimer()
+				fail(b, r)
+				b.ReportMetric(float64(r.Latency.P50.Nanoseconds()), "p50-handoff-ns")
+				b.ReportMetric(r.CmdsPerOp, "cmds/op")
+				if s := r.Contention.Server; s != nil {
+					b.ReportMetric(s.UsPerCall, "server-us/call")
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkManyLocks measures 64 goroutines locking names drawn at random
+// out of 100,000, a new handle per cycle, beside SET NX PX + DEL by the
+// same goroutines on the same client: cycles/s and floor-ratio (the
+// cycles per second over the floor's; ns/op, which would mix both, is not
+// reported).
+func BenchmarkManyLocks(b *testing.B) {
+	srv := server(b)
+	for _, k := range bench.RelockKinds() {
+		b.Run(fmt.Sprintf("kind=%s/goroutines=64", short(k)), func(b *testing.B) {
+			cfg := bench.Config{Server: srv, Ops: b.N, LockWorkers: 64, LockNames: 100000, OnStart: b.ResetTimer}
+			r := bench.ManyLocks(context.Background(), cfg, k)
+			b.StopTimer()
+			fail(b, r)
+			b.ReportMetric(0, "ns/op")
+			b.ReportMetric(r.OpsPerSec, "cycles/s")
+			b.ReportMetric(r.ManyLocks.Ratio, "floor-ratio")
+			b.ReportMetric(r.CmdsPerOp, "cmds/op")
+		})
+	}
+}
+
 // BenchmarkReadHeavy measures 9 readers and 1 writer on one name with no
 // critical section, for kinds with a read side and the mutex baseline:
 // ns/op is the time per acquisition (read or write).

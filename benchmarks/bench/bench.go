@@ -5,8 +5,9 @@
 // connects one "process" (a Redis client and whatever the library shares
 // per client) and returns a Conn, which makes one Locker (an owner, a
 // handle) per call to New. Adding a lock type is one such adapter; the
-// scenarios (Uncontended, Handoff, Contention, ReadHeavy, Watchdog) and the
-// report (table, ratios, JSON, SVG) need no change.
+// scenarios (Uncontended, Handoff, HandoffContended, Contention,
+// ReadHeavy, ManyReaders, ManyWaiters, ManyLocks, Watchdog, Memory) and
+// the report (table, ratios, JSON, SVG) need no change.
 //
 // Every Redis command a Kind sends must go through the Counter given to
 // Open (Server.NewRedis attaches it to a go-redis client), so that commands
@@ -45,6 +46,14 @@ type RLocker interface {
 	RLock(ctx context.Context) error
 	// RUnlock releases a read hold acquired by RLock.
 	RUnlock(ctx context.Context) error
+}
+
+// TryLocker is a Locker that can also make a single attempt: TryLock
+// reports whether it acquired, and never waits (for a read/write lock: the
+// write side).
+type TryLocker interface {
+	Locker
+	TryLock(ctx context.Context) (bool, error)
 }
 
 // Conn is one process's connection for a Kind: its Redis client(s) and
@@ -93,6 +102,10 @@ type Kind struct {
 	// Renews says that held locks are kept alive automatically: Open
 	// returns a Renewer, and the watchdog scenario applies.
 	Renews bool
+	// Queue says that waiters queue in Redis (a release hands the lock
+	// over): the many-waiters scenario and the redis-memory scenario's
+	// waiters apply.
+	Queue bool
 	// Note is a short description shown in reports (options used).
 	Note string
 	// Open connects one process to srv. Every command it sends goes

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -31,9 +32,20 @@ func Main(name string, args []string, kinds []Kind, stdout, stderr io.Writer) in
 		hold        = fs.Duration("hold", time.Millisecond, "critical section of the contention and read-heavy scenarios")
 		handoffHold = fs.Duration("handoff-hold", 5*time.Millisecond, "mean hold before release in the hand-off scenario (jittered ±50%)")
 		locks       = fs.Int("locks", 0, "locks held by the watchdog scenario (default 10000, 500 on miniredis)")
+		peerLocks   = fs.Int("peer-locks", 0, "locks held by the watchdog scenario for peers (default: as -locks)")
+		cOwners     = fs.Int("contended-owners", 16, "owners of the handoff-contended scenario")
+		cHold       = fs.Duration("contended-hold", time.Millisecond, "critical section of the handoff-contended scenario")
+		readers     = fs.String("many-readers", "1,100,1000", "comma-separated reader counts of the many-readers scenario")
+		waiters     = fs.String("many-waiters", "", "comma-separated waiter counts of the many-waiters scenario (default 1,1000; 1,100 on miniredis)")
+		lockNames   = fs.Int("lock-names", 100000, "names the many-locks scenario draws from")
+		lockWorkers = fs.Int("lock-workers", 64, "goroutines of the many-locks scenario")
+		memLocks    = fs.Int("memory-locks", 1000, "held locks measured by the redis-memory scenario")
+		memWaiters  = fs.Int("memory-waiters", 1000, "queued waiters measured by the redis-memory scenario")
 		wdTimeout   = fs.Duration("watchdog-timeout", 3*time.Second, "lease kept by automatic renewal in the watchdog scenario")
 		base        = fs.String("base", KindMutex, "relock kind that peers are compared with")
 		jsonOut     = fs.Bool("json", false, "write the full results as JSON to stdout instead of the table")
+		jsonFile    = fs.String("json-file", "", "also write the full results as JSON to this file")
+		fromJSON    = fs.String("from-json", "", "measure nothing: report the results saved in this JSON file (-json, -json-file)")
 		svgFile     = fs.String("svg", "", "also write a bar chart to this SVG file")
 	)
 	fs.Usage = func() {
@@ -55,6 +67,15 @@ func Main(name string, args []string, kinds []Kind, stdout, stderr io.Writer) in
 		return 1
 	}
 
+	if *fromJSON != "" {
+		rep, err := readReport(*fromJSON)
+		if err != nil {
+			return fail("%v", err)
+		}
+		Evaluate(rep.Results)
+		return writeReport(rep, *jsonOut, *svgFile, *jsonFile, stdout, fail)
+	}
+
 	plan := Plan{Kinds: selectKinds(kinds, *kindList)}
 	if len(plan.Kinds) == 0 {
 		return fail("no kind matches -kinds %q", *kindList)
@@ -65,16 +86,15 @@ func Main(name string, args []string, kinds []Kind, stdout, stderr io.Writer) in
 		}
 		plan.Scenarios = append(plan.Scenarios, s)
 	}
-	for _, s := range splitList(*contenders) {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			return fail("bad -contenders value %q", s)
-		}
-		plan.Contenders = append(plan.Contenders, n)
+	var err error
+	if plan.Contenders, err = counts("-contenders", *contenders); err != nil {
+		return fail("%v", err)
+	}
+	if plan.Readers, err = counts("-many-readers", *readers); err != nil {
+		return fail("%v", err)
 	}
 
 	var srv *Server
-	var err error
 	if *url == "" {
 		srv, err = StartMini()
 	} else {
@@ -87,6 +107,15 @@ func Main(name string, args []string, kinds []Kind, stdout, stderr io.Writer) in
 	if !srv.Real() {
 		fmt.Fprintln(stderr, MiniredisWarning)
 	}
+	if *waiters == "" {
+		*waiters = "1,1000"
+		if !srv.Real() {
+			*waiters = "1,100" // miniredis hands over too slowly to cycle 1,000 waiters quickly
+		}
+	}
+	if plan.Waiters, err = counts("-many-waiters", *waiters); err != nil {
+		return fail("%v", err)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -96,7 +125,10 @@ func Main(name string, args []string, kinds []Kind, stdout, stderr io.Writer) in
 	}
 	cfg := Config{
 		Server: srv, Duration: *duration, Hold: *hold, HandoffHold: *handoffHold,
-		WatchdogLocks: *locks, WatchdogTimeout: *wdTimeout, RTT: rtt,
+		WatchdogLocks: *locks, PeerWatchdogLocks: *peerLocks, WatchdogTimeout: *wdTimeout, RTT: rtt,
+		ContendedOwners: *cOwners, ContendedHold: *cHold,
+		LockNames: *lockNames, LockWorkers: *lockWorkers,
+		MemoryLocks: *memLocks, MemoryWaiters: *memWaiters,
 	}.withDefaults()
 	if !srv.Real() && *locks == 0 && slices.Contains(plan.Scenarios, ScenarioWatchdog) {
 		fmt.Fprintf(stderr, "watchdog scenario: %s locks on miniredis (%s on a real server)\n",
@@ -112,7 +144,10 @@ func Main(name string, args []string, kinds []Kind, stdout, stderr io.Writer) in
 		CPUs:      runtime.GOMAXPROCS(0),
 		Start:     time.Now(),
 		Duration:  cfg.Duration, Hold: cfg.Hold, HandoffHold: cfg.HandoffHold,
-		WatchdogLocks: cfg.WatchdogLocks, WatchdogTimeout: cfg.WatchdogTimeout,
+		WatchdogLocks: cfg.WatchdogLocks, PeerWatchdogLocks: cfg.PeerWatchdogLocks, WatchdogTimeout: cfg.WatchdogTimeout,
+		Contenders: plan.Contenders, ContendedOwners: cfg.ContendedOwners, ContendedHold: cfg.ContendedHold,
+		Readers: plan.Readers, Waiters: plan.Waiters, LockNames: cfg.LockNames, LockWorkers: cfg.LockWorkers,
+		MemoryLocks: cfg.MemoryLocks, MemoryWaiters: cfg.MemoryWaiters, RecordRate: cfg.RecordRate,
 	}}
 	for _, k := range plan.Kinds {
 		rep.Meta.Kinds = append(rep.Meta.Kinds, KindInfo{Name: k.Name, Peer: k.Peer, Note: k.Note})
@@ -121,28 +156,11 @@ func Main(name string, args []string, kinds []Kind, stdout, stderr io.Writer) in
 		}
 	}
 	rep.Results = Run(ctx, cfg, plan, stderr)
+	rep.Meta.Elapsed = time.Since(rep.Meta.Start)
 	Evaluate(rep.Results)
 
-	if *jsonOut {
-		err = rep.WriteJSON(stdout)
-	} else {
-		err = rep.WriteTable(stdout)
-	}
-	if err != nil {
-		return fail("%v", err)
-	}
-	if *svgFile != "" {
-		f, err := os.Create(*svgFile)
-		if err != nil {
-			return fail("%v", err)
-		}
-		err = rep.WriteSVG(f)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fail("%v", err)
-		}
+	if code := writeReport(rep, *jsonOut, *svgFile, *jsonFile, stdout, fail); code != 0 {
+		return code
 	}
 	for _, r := range rep.Results {
 		if r.Violations > 0 {
@@ -151,6 +169,53 @@ func Main(name string, args []string, kinds []Kind, stdout, stderr io.Writer) in
 		}
 	}
 	return 0
+}
+
+// writeReport writes rep to stdout (the table, or JSON), and to the SVG
+// and JSON files asked for; it returns the exit status.
+func writeReport(rep *Report, jsonOut bool, svgFile, jsonFile string, stdout io.Writer, fail func(string, ...any) int) int {
+	var err error
+	if jsonOut {
+		err = rep.WriteJSON(stdout)
+	} else {
+		err = rep.WriteTable(stdout)
+	}
+	if err != nil {
+		return fail("%v", err)
+	}
+	for _, out := range []struct {
+		file  string
+		write func(io.Writer) error
+	}{{svgFile, rep.WriteSVG}, {jsonFile, rep.WriteJSON}} {
+		if out.file == "" {
+			continue
+		}
+		f, err := os.Create(out.file)
+		if err != nil {
+			return fail("%v", err)
+		}
+		err = out.write(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fail("%v", err)
+		}
+	}
+	return 0
+}
+
+// readReport reads a report saved as JSON.
+func readReport(file string) (*Report, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{}
+	if err := json.Unmarshal(b, rep); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return rep, nil
 }
 
 // selectKinds returns the kinds whose name starts with one of the
@@ -170,6 +235,19 @@ func selectKinds(kinds []Kind, list string) []Kind {
 		}
 	}
 	return out
+}
+
+// counts parses a comma-separated list of positive counts.
+func counts(flagName, list string) ([]int, error) {
+	var out []int
+	for _, s := range splitList(list) {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("bad %s value %q", flagName, s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 func splitList(s string) []string {

@@ -30,6 +30,9 @@ type Config struct {
 	// (default 10,000 on a real server; 500 on miniredis, whose Lua
 	// renews 1,000 locks too slowly for a 3s lease).
 	WatchdogLocks int
+	// PeerWatchdogLocks, when > 0, is how many locks the watchdog
+	// scenario holds for peers (they may not cope with as many as relock).
+	PeerWatchdogLocks int
 	// WatchdogTimeout is the lease kept by automatic renewal in the
 	// watchdog scenario (default 3s: relock renews every 1s).
 	WatchdogTimeout time.Duration
@@ -39,6 +42,25 @@ type Config struct {
 	// StallAfter is the longest time without any acquisition, while
 	// contenders wait, that is not reported as a stall (default 500ms).
 	StallAfter time.Duration
+	// ContendedOwners and ContendedHold are the owners and the critical
+	// section of the hand-off under sustained contention (default 16 and
+	// 1ms: long enough turns that the longest waiter of a mutex or a
+	// reentrant lock passes the starvation threshold and is handed the
+	// lock directly).
+	ContendedOwners int
+	ContendedHold   time.Duration
+	// LockNames and LockWorkers set the many-locks scenario: LockWorkers
+	// goroutines of one process lock names drawn at random out of
+	// LockNames (default 100,000 and 64).
+	LockNames, LockWorkers int
+	// MemoryLocks and MemoryWaiters are the held locks and the queued
+	// waiters whose Redis memory the redis-memory scenario measures
+	// (default 1,000 each).
+	MemoryLocks, MemoryWaiters int
+	// RecordRate is the cycle rate at which the redis-memory scenario
+	// computes the memory that request records hold at steady state
+	// (default 10,000 cycles/s).
+	RecordRate float64
 	// RTT is the server's round-trip time, measured once per run; the
 	// hand-off is also reported in round trips when it is set.
 	RTT time.Duration
@@ -80,6 +102,27 @@ func (c Config) withDefaults() Config {
 	}
 	if c.StallAfter <= 0 {
 		c.StallAfter = 500 * time.Millisecond
+	}
+	if c.ContendedOwners <= 0 {
+		c.ContendedOwners = 16
+	}
+	if c.ContendedHold <= 0 {
+		c.ContendedHold = time.Millisecond
+	}
+	if c.LockNames <= 0 {
+		c.LockNames = 100000
+	}
+	if c.LockWorkers <= 0 {
+		c.LockWorkers = 64
+	}
+	if c.MemoryLocks <= 0 {
+		c.MemoryLocks = 1000
+	}
+	if c.MemoryWaiters <= 0 {
+		c.MemoryWaiters = 1000
+	}
+	if c.RecordRate <= 0 {
+		c.RecordRate = 10000
 	}
 	return c
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,7 +13,7 @@ import (
 
 // Counter counts the Redis commands and round trips of the clients it is
 // attached to. A pipeline is one round trip however many commands it
-// holds. The zero value is ready to use; it is safe for concurrent use.
+// holds; the commands that set up a connection are not counted. The zero value is ready to use; it is safe for concurrent use.
 type Counter struct {
 	cmds  atomic.Int64
 	trips atomic.Int64
@@ -87,14 +88,36 @@ func (h counterHook) DialHook(next redis.DialHook) redis.DialHook {
 
 func (h counterHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.c.Add(1, 1)
+		if !handshake(cmd) {
+			h.c.Add(1, 1)
+		}
 		return next(ctx, cmd)
 	}
 }
 
 func (h counterHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.c.Add(int64(len(cmds)), 1)
+		var n int64
+		for _, cmd := range cmds {
+			if !handshake(cmd) {
+				n++
+			}
+		}
+		if n > 0 {
+			h.c.Add(n, 1)
+		}
 		return next(ctx, cmds)
 	}
+}
+
+// handshake reports whether cmd is one that go-redis sends when it sets up
+// a connection (newer go-redis releases send HELLO and CLIENT SETINFO
+// through the hooks): not a command of the lock, and counted by neither
+// the kinds nor the floors.
+func handshake(cmd redis.Cmder) bool {
+	switch strings.ToLower(cmd.Name()) {
+	case "hello", "auth", "select", "readonly", "client":
+		return true
+	}
+	return false
 }

@@ -37,6 +37,9 @@ func sig3(v float64) string {
 // fmtNum formats v with thousands separators and no decimals (v >= 100),
 // or with up to three significant digits.
 func fmtNum(v float64) string {
+	if v < 0 {
+		return "-" + fmtNum(-v)
+	}
 	if v < 100 {
 		if v == float64(int64(v)) {
 			return strconv.FormatInt(int64(v), 10)
@@ -75,4 +78,26 @@ func ratio(v float64) string {
 		return strconv.FormatFloat(v, 'g', 2, 64) + "x"
 	}
 	return strconv.FormatFloat(v, 'f', 2, 64) + "x"
+}
+
+// fmtBytes formats a byte count with a binary-free decimal unit: 812 B,
+// 45.2 kB, 13.4 MB, 1.20 GB.
+func fmtBytes(v float64) string {
+	switch {
+	case v < 1000:
+		return fmtNum(v) + " B"
+	case v < 1e6:
+		return sig3(v/1e3) + " kB"
+	case v < 1e9:
+		return sig3(v/1e6) + " MB"
+	}
+	return sig3(v/1e9) + " GB"
+}
+
+// count formats n things: "1 waiter", "1,000 waiters".
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return group(int64(n)) + " " + thing + "s"
 }

@@ -2,9 +2,7 @@ package bench
 
 import (
 	"fmt"
-	"io"
 	"strings"
-	"text/tabwriter"
 )
 
 // ratioMetric is one figure compared between relock and a peer.
@@ -34,24 +32,42 @@ var ratioMetrics = []ratioMetric{
 	{name: "p50", value: func(r *Result) (float64, bool) { return float64(r.Latency.P50), r.Latency.N > 0 }},
 	{name: "p99", value: func(r *Result) (float64, bool) { return float64(r.Latency.P99), r.Latency.N > 0 }},
 	{name: "acquisitions/s", higher: true, value: func(r *Result) (float64, bool) { return r.OpsPerSec, r.Ops > 0 }},
-	{name: "wait p99", value: func(r *Result) (float64, bool) { return float64(r.Latency.P99), r.Latency.N > 0 }},
+	{name: "cycles/s", higher: true, value: func(r *Result) (float64, bool) { return r.OpsPerSec, r.Ops > 0 }},
+	{name: "cycles/s / own floor", higher: true, value: func(r *Result) (float64, bool) {
+		if r.ManyLocks == nil {
+			return 0, false
+		}
+		return r.ManyLocks.Ratio, true
+	}},
+	{name: "wait p99", value: func(r *Result) (float64, bool) {
+		if r.Contention == nil || r.Contention.Wait.N == 0 {
+			return 0, false
+		}
+		return float64(r.Contention.Wait.P99), true
+	}},
 	{name: "Jain index", higher: true, value: func(r *Result) (float64, bool) {
 		if r.Contention == nil || r.Ops == 0 {
 			return 0, false
 		}
 		return r.Contention.Jain, true
 	}},
-	{name: "commands/s", value: func(r *Result) (float64, bool) {
-		if r.Watchdog == nil {
+	{name: "commands/s per held lock", value: func(r *Result) (float64, bool) {
+		if r.Watchdog == nil || r.Watchdog.Locks == 0 {
 			return 0, false
 		}
-		return r.Watchdog.CmdsPerSec, true
+		return r.Watchdog.CmdsPerSec / float64(r.Watchdog.Locks), true
 	}},
-	{name: "bytes/lock", value: func(r *Result) (float64, bool) {
+	{name: "client bytes/lock", value: func(r *Result) (float64, bool) {
 		if r.Watchdog == nil {
 			return 0, false
 		}
 		return r.Watchdog.BytesPerLock, true
+	}},
+	{name: "Redis bytes/lock", value: func(r *Result) (float64, bool) {
+		if r.Memory == nil {
+			return 0, false
+		}
+		return r.Memory.BytesPerLock, true
 	}},
 }
 
@@ -62,17 +78,23 @@ func metricsFor(scenario string) []string {
 		return []string{"cycle p50", "cycle p50 / own floor", "commands/op"}
 	case ScenarioHandoff:
 		return []string{"p50", "p50 / own pushed floor", "p99", "commands/op"}
+	case ScenarioHandoffContended:
+		return []string{"p50", "p99", "acquisitions/s", "commands/op"}
 	case ScenarioContention:
 		return []string{"acquisitions/s", "wait p99", "Jain index", "commands/op"}
+	case ScenarioManyLocks:
+		return []string{"cycles/s", "cycles/s / own floor", "commands/op"}
 	case ScenarioWatchdog:
-		return []string{"commands/s", "bytes/lock"}
+		return []string{"commands/s per held lock", "client bytes/lock"}
+	case ScenarioMemory:
+		return []string{"Redis bytes/lock"}
 	}
 	return nil
 }
 
 // writeRatios writes relock's base kind over each peer, per scenario and
 // metric, when the report has peers.
-func (r *Report) writeRatios(w io.Writer) error {
+func (r *Report) writeRatios(b *strings.Builder) error {
 	base := r.Base
 	var peers []string
 	seen := map[string]bool{}
@@ -93,9 +115,14 @@ func (r *Report) writeRatios(w io.Writer) error {
 		}
 		return nil
 	}
-	fmt.Fprintf(w, "\nRatios %s / peer (same run, same server; < 1 is better for relock where lower is better, > 1 where higher is better):\n", base)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "SCENARIO\tMETRIC\t%s\n", strings.Join(peers, "\t"))
+	b.WriteString("\n" + wrap(fmt.Sprintf("Ratios %s / peer (same run, same server). Lower is better for relock, "+
+		"except for the metrics marked +, where higher is better.", base), 0, reportWidth))
+	right := []bool{false, false}
+	for range peers {
+		right = append(right, true)
+	}
+	t := &table{right: right}
+	t.add(append([]string{"SCENARIO", "METRIC"}, peers...)...)
 	var labels []string
 	seenLabel := map[string]bool{}
 	for _, res := range r.Results {
@@ -105,21 +132,21 @@ func (r *Report) writeRatios(w io.Writer) error {
 		}
 	}
 	for _, label := range labels {
-		b := find(base, label)
-		for _, name := range metricsFor(b.Scenario) {
+		bres := find(base, label)
+		for _, name := range metricsFor(bres.Scenario) {
 			m := metricByName(name)
-			dir := "lower is better"
 			if m.higher {
-				dir = "higher is better"
+				name += " +"
 			}
-			cells := []string{label, name + " (" + dir + ")"}
+			cells := []string{label, name}
 			for _, p := range peers {
-				cells = append(cells, ratioCell(b, find(p, label), m))
+				cells = append(cells, ratioCell(bres, find(p, label), m))
 			}
-			fmt.Fprintln(tw, strings.Join(cells, "\t"))
+			t.add(cells...)
 		}
 	}
-	return tw.Flush()
+	t.write(b, 4)
+	return nil
 }
 
 func metricByName(name string) ratioMetric {
@@ -139,9 +166,9 @@ func ratioCell(base, peer *Result, m ratioMetric) string {
 	case peer.Skipped != "":
 		return "n/a"
 	case peer.Err != "" && peer.Stalled:
-		return "peer stalled"
+		return "stalled"
 	case peer.Err != "":
-		return "peer error"
+		return "error"
 	case base.Err != "" || base.Skipped != "":
 		return "-"
 	}
@@ -152,7 +179,7 @@ func ratioCell(base, peer *Result, m ratioMetric) string {
 	}
 	s := ratio(bv / pv)
 	if peer.Stalled {
-		s += " (peer stalled)"
+		s += " (stalled)"
 	}
 	return s
 }

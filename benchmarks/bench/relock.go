@@ -45,6 +45,7 @@ func RelockKind(name string, newLock func(c *relock.Client, name string) Locker)
 		Shared:   shared,
 		Baseline: name == KindMutex,
 		Renews:   true,
+		Queue:    true,
 		Note:     "defaults (watchdog, pub/sub wake-ups)",
 		Open: func(srv *Server, cnt *Counter, o OpenOptions) (Conn, error) {
 			rdb := srv.NewRedis(cnt)

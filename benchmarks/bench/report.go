@@ -5,25 +5,37 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 )
 
 // Meta describes a run.
 type Meta struct {
-	Command         string        `json:"command"`
-	Server          string        `json:"server"`
-	RealRedis       bool          `json:"real_redis"`
-	RTT             time.Duration `json:"rtt_ns"`
-	Go              string        `json:"go"`
-	CPUs            int           `json:"cpus"`
-	Start           time.Time     `json:"start"`
-	Duration        time.Duration `json:"duration_ns"`
-	Hold            time.Duration `json:"hold_ns"`
-	HandoffHold     time.Duration `json:"handoff_hold_ns"`
-	WatchdogLocks   int           `json:"watchdog_locks"`
-	WatchdogTimeout time.Duration `json:"watchdog_timeout_ns"`
-	Kinds           []KindInfo    `json:"kinds"`
+	Command           string        `json:"command"`
+	Server            string        `json:"server"`
+	RealRedis         bool          `json:"real_redis"`
+	RTT               time.Duration `json:"rtt_ns"`
+	Go                string        `json:"go"`
+	CPUs              int           `json:"cpus"`
+	Start             time.Time     `json:"start"`
+	Duration          time.Duration `json:"duration_ns"`
+	Hold              time.Duration `json:"hold_ns"`
+	HandoffHold       time.Duration `json:"handoff_hold_ns"`
+	WatchdogLocks     int           `json:"watchdog_locks"`
+	PeerWatchdogLocks int           `json:"peer_watchdog_locks,omitempty"`
+	WatchdogTimeout   time.Duration `json:"watchdog_timeout_ns"`
+	Contenders        []int         `json:"contenders,omitempty"`
+	ContendedOwners   int           `json:"contended_owners,omitempty"`
+	ContendedHold     time.Duration `json:"contended_hold_ns,omitempty"`
+	Readers           []int         `json:"many_readers,omitempty"`
+	Waiters           []int         `json:"many_waiters,omitempty"`
+	LockNames         int           `json:"lock_names,omitempty"`
+	LockWorkers       int           `json:"lock_workers,omitempty"`
+	MemoryLocks       int           `json:"memory_locks,omitempty"`
+	MemoryWaiters     int           `json:"memory_waiters,omitempty"`
+	RecordRate        float64       `json:"record_rate,omitempty"`
+	// Elapsed is how long the whole run took.
+	Elapsed time.Duration `json:"elapsed_ns"`
+	Kinds   []KindInfo    `json:"kinds"`
 }
 
 // KindInfo describes a kind in a report.
@@ -53,52 +65,95 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
-// WriteTable writes the report for people: a header, one row per kind and
-// scenario, the targets, and the ratios of relock to each peer.
+// WriteTable writes the report for people, within about 100 columns: a
+// header, one row per kind and scenario with its details wrapped on the
+// lines below it, the targets met or missed with their figures, and the
+// ratios of relock to each peer.
 func (r *Report) WriteTable(w io.Writer) error {
 	m := r.Meta
 	var b strings.Builder
-	fmt.Fprintf(&b, "relockbench: %s, PING p50 %s; %s, %d CPUs; %v per measurement, critical section %v\n",
+	head := fmt.Sprintf("relockbench: %s, PING p50 %s; %s, %d CPUs; %v per measurement, critical section %v",
 		m.Server, fmtDur(m.RTT), m.Go, m.CPUs, m.Duration, m.Hold)
-	if !m.RealRedis {
-		b.WriteString(MiniredisWarning + "\n")
+	if m.Elapsed > 0 {
+		head += "; the run took " + m.Elapsed.Round(time.Second).String()
 	}
-	b.WriteString("P50/P99/MAX: uncontended = one Lock+Unlock cycle; handoff = holder's Unlock call to the waiter's Lock return;\n" +
-		"contention and read-heavy = wait for the lock (read-heavy: readers). CMDS/OP = commands through the client hook per op\n" +
-		"(handoff: per hand-off, both owners). Floors are plain go-redis clients measured interleaved in the same run.\n\n")
+	b.WriteString(wrapHang(head, 0, 2, reportWidth))
+	if m.Command != "" {
+		b.WriteString(wrapHang("command: "+m.Command, 0, 2, reportWidth))
+	}
+	if !m.RealRedis {
+		b.WriteString(wrap(MiniredisWarning, 0, reportWidth))
+	}
+	b.WriteString(wrap(tableLegend, 0, reportWidth) + "\n")
 
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCENARIO\tKIND\tOPS/S\tP50\tP99\tMAX\tCMDS/OP\tDETAILS\tTARGETS")
+	t := &table{right: []bool{false, false, true, true, true, true, true, false}}
+	t.add("SCENARIO", "KIND", "OPS/S", "P50", "P99", "MAX", "CMDS/OP", "TARGETS")
 	prev := ""
+	// Measurements that do not apply are listed after the table, by
+	// scenario and reason.
+	type na struct{ scenario, why string }
+	var naOrder []na
+	naKinds := map[na][]string{}
 	for i := range r.Results {
 		res := &r.Results[i]
+		if res.Skipped != "" {
+			k := na{res.Scenario, res.Skipped}
+			if _, ok := naKinds[k]; !ok {
+				naOrder = append(naOrder, k)
+			}
+			if kinds := naKinds[k]; len(kinds) == 0 || kinds[len(kinds)-1] != res.Kind {
+				naKinds[k] = append(kinds, res.Kind)
+			}
+			continue
+		}
 		label := res.Label()
 		if label != prev && prev != "" {
-			fmt.Fprintln(tw, "\t\t\t\t\t\t\t\t")
+			t.gap()
 		}
 		prev = label
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", label, res.Kind, strings.Join(row(res), "\t"))
+		cells, detail := row(res)
+		t.add(append([]string{label, res.Kind}, cells...)...).detail = detail
 	}
-	if err := tw.Flush(); err != nil {
-		return err
+	t.write(&b, 4)
+	for _, k := range naOrder {
+		b.WriteString(wrapHang(fmt.Sprintf("n/a: %s for %s: %s", k.scenario, strings.Join(naKinds[k], ", "), k.why), 0, 4, reportWidth))
 	}
 
-	var checks []string
+	// Mutual exclusion is checked in every measurement with owners
+	// contending: one line for all of them when it held everywhere.
+	var checks strings.Builder
+	exclusive, exclusiveOK := 0, true
 	for _, res := range r.Results {
 		for _, c := range res.Targets {
+			if c.Target == targetExclusion {
+				exclusive++
+				exclusiveOK = exclusiveOK && c.Met
+			}
+		}
+	}
+	if exclusive > 0 && exclusiveOK {
+		checks.WriteString(wrapPrefix("  met     ", fmt.Sprintf("every kind: %s", targetExclusion), 10, reportWidth))
+		checks.WriteString(wrap(fmt.Sprintf("0 violations in all %d measurements with contending owners", exclusive), 10, reportWidth))
+	}
+	for _, res := range r.Results {
+		for _, c := range res.Targets {
+			if c.Target == targetExclusion && exclusiveOK {
+				continue
+			}
 			v := "met   "
 			if !c.Met {
 				v = "MISSED"
 			}
-			checks = append(checks, fmt.Sprintf("  %s  %s  %s: %s: %s", v, res.Kind, res.Label(), c.Target, c.Detail))
+			checks.WriteString(wrapPrefix("  "+v+"  ", fmt.Sprintf("%s  %s: %s", res.Kind, res.Label(), c.Target), 10, reportWidth))
+			checks.WriteString(wrap(c.Detail, 10, reportWidth))
 		}
 	}
-	if len(checks) > 0 {
-		b.WriteString("\nTargets:\n" + strings.Join(checks, "\n") + "\n")
+	if checks.Len() > 0 {
+		b.WriteString("\nTargets:\n" + checks.String())
 	}
 	b.WriteString("\nKinds:\n")
 	for _, k := range m.Kinds {
-		fmt.Fprintf(&b, "  %s: %s\n", k.Name, k.Note)
+		b.WriteString(wrapHang(k.Name+": "+k.Note, 2, 4, reportWidth))
 	}
 	if err := r.writeRatios(&b); err != nil {
 		return err
@@ -107,20 +162,30 @@ func (r *Report) WriteTable(w io.Writer) error {
 	return err
 }
 
-// row returns the cells after SCENARIO and KIND.
-func row(r *Result) []string {
+// tableLegend says what the table's columns mean in each scenario.
+const tableLegend = "P50/P99/MAX: uncontended, many-locks = one Lock+Unlock cycle; handoff, handoff-contended, " +
+	"many-waiters = the holder's Unlock call to the next holder's Lock return (handoff-contended, " +
+	"many-waiters: each release call to the next Lock return of another owner than the releaser); " +
+	"contention, read-heavy = " +
+	"wait for the lock (read-heavy: readers); many-readers = a probe's RLock+RUnlock while the readers hold. " +
+	"CMDS/OP = commands through the client hook per op (handoff: per hand-off, both owners). Floors are plain " +
+	"go-redis clients measured interleaved in the same run. Server µs = script time (EVALSHA) from INFO " +
+	"commandstats, real server only."
+
+// row returns the cells after SCENARIO and KIND, and the details.
+func row(r *Result) ([]string, string) {
 	blank := []string{"", "", "", "", ""}
 	switch {
 	case r.Skipped != "":
-		return append(blank, "n/a: "+r.Skipped, "")
+		return append(blank, ""), "n/a: " + r.Skipped
 	case r.Err != "" && r.Stalled:
-		return append(blank, strings.Join(append([]string{"STALLED: " + r.Err}, r.Notes...), "; "), r.Verdict())
+		return append(blank, r.Verdict()), strings.Join(append([]string{"STALLED: " + r.Err}, r.Notes...), "; ")
 	case r.Err != "":
-		return append(blank, "ERROR: "+r.Err, r.Verdict())
+		return append(blank, r.Verdict()), "ERROR: " + r.Err
 	}
 	cells := []string{fmtNum(r.OpsPerSec), fmtDur(r.Latency.P50), fmtDur(r.Latency.P99), fmtDur(r.Latency.Max), fmtNum(r.CmdsPerOp)}
 	switch r.Scenario {
-	case ScenarioWatchdog:
+	case ScenarioWatchdog, ScenarioMemory:
 		cells = blank
 	case ScenarioHandoff:
 		cells[0] = "" // the floor's samples share the time
@@ -129,7 +194,7 @@ func row(r *Result) []string {
 	if r.Stalled {
 		d = "STALLED; " + d
 	}
-	return append(cells, d, r.Verdict())
+	return append(cells, r.Verdict()), d
 }
 
 // details is the scenario-specific summary of r.
@@ -153,10 +218,36 @@ func details(r *Result) string {
 		if h.Timeouts > 0 {
 			parts = append(parts, fmt.Sprintf("%d waiters not woken", h.Timeouts))
 		}
+	case r.ManyWaiters != nil:
+		w := r.ManyWaiters
+		q := "queue length unknown"
+		if w.QueueLen >= 0 {
+			q = fmt.Sprintf("%s queued mid-window", group(w.QueueLen))
+		}
+		parts = append(parts, fmt.Sprintf("%s, %s", count(w.Waiters, "waiter"), q))
+		if c := r.Contention; c != nil {
+			if s := c.Server; s != nil {
+				parts = append(parts, fmt.Sprintf("server %.1f µs/call, %.2f calls = %.1f µs per acquisition", s.UsPerCall, s.CallsPerOp, s.UsPerOp))
+			}
+			parts = append(parts, fmt.Sprintf("n=%d hand-offs", r.Latency.N), "wait p50 "+fmtDur(c.Wait.P50)+" max "+fmtDur(c.MaxWait),
+				fmt.Sprintf("Jain %.3f", c.Jain), fmt.Sprintf("violations %d", r.Violations))
+		}
 	case r.Contention != nil:
 		c := r.Contention
-		parts = append(parts, fmt.Sprintf("Jain %.3f", c.Jain), "max wait "+fmtDur(c.MaxWait), "held "+fmtDur(c.MeanHold),
-			fmt.Sprintf("violations %d", r.Violations), "longest gap "+fmtDur(c.LongestGap))
+		if r.Scenario == ScenarioHandoffContended {
+			parts = append(parts, fmt.Sprintf("%d owners, hold %s (held %s)", r.Contenders, fmtDur(c.Hold), fmtDur(c.MeanHold)),
+				fmt.Sprintf("n=%d releases handed to another owner; next holder p50 %s, the releaser itself %.0f%% of the time",
+					c.Handoff.N, fmtDur(c.NextHolder.P50), 100*c.SelfHandoffs),
+				"release call p50 "+fmtDur(c.Release.P50),
+				"wait p50 "+fmtDur(c.Wait.P50)+" max "+fmtDur(c.MaxWait))
+			if s := c.Server; s != nil {
+				parts = append(parts, fmt.Sprintf("server %.1f µs/call, %.2f calls = %.1f µs per acquisition", s.UsPerCall, s.CallsPerOp, s.UsPerOp))
+			}
+			parts = append(parts, fmt.Sprintf("Jain %.3f", c.Jain), fmt.Sprintf("violations %d", r.Violations))
+		} else {
+			parts = append(parts, fmt.Sprintf("Jain %.3f", c.Jain), "max wait "+fmtDur(c.MaxWait), "held "+fmtDur(c.MeanHold),
+				fmt.Sprintf("violations %d", r.Violations), "longest gap "+fmtDur(c.LongestGap))
+		}
 		if r.Errors > 0 {
 			parts = append(parts, fmt.Sprintf("lock errors %d", r.Errors))
 		}
@@ -170,6 +261,28 @@ func details(r *Result) string {
 			fmt.Sprintf("readers together max %d mean %.1f", h.MaxReaders, h.MeanReaders),
 			"write wait p99 "+fmtDur(h.WriteWait.P99)+" max "+fmtDur(h.WriteWait.Max),
 			fmt.Sprintf("violations %d", r.Violations))
+	case r.ManyReaders != nil:
+		m := r.ManyReaders
+		s := fmt.Sprintf("%s holding (taken in %.1fs)", count(m.Readers, "reader"), m.SetupSecs)
+		if m.BytesPerReader > 0 {
+			s += fmt.Sprintf(", %s B of Redis memory per reader", fmtNum(m.BytesPerReader))
+		}
+		parts = append(parts, s)
+		if m.Read != nil && m.Write != nil {
+			parts = append(parts, fmt.Sprintf("server %.1f µs per RLock/RUnlock call, %.1f µs per refused write attempt", m.Read.UsPerCall, m.Write.UsPerCall))
+		}
+		parts = append(parts, "write attempt p50 "+fmtDur(m.WriteAttempt.P50))
+	case r.ManyLocks != nil:
+		m := r.ManyLocks
+		parts = append(parts, fmt.Sprintf("%d goroutines, %s names, a handle per cycle", m.Workers, group(int64(m.Names))),
+			fmt.Sprintf("floor SET NX PX+DEL %s/s (p50 %s): %s", fmtNum(m.FloorPerSec), fmtDur(m.Floor.P50), ratio(m.Ratio)))
+		if m.ClientCPU > 0 {
+			parts = append(parts, fmt.Sprintf("CPU per cycle: client %s, server %s (floor: %s, %s)",
+				fmtDur(m.ClientCPU), fmtDur(m.ServerCPU), fmtDur(m.FloorClientCPU), fmtDur(m.FloorServerCPU)))
+		}
+		if m.Collisions > 0 {
+			parts = append(parts, fmt.Sprintf("%d floor collisions", m.Collisions))
+		}
 	case r.Watchdog != nil:
 		w := r.Watchdog
 		renew := fmt.Sprintf("no renewal rounds: %s cmds in %s round trips per %s period (time-averaged)",
@@ -178,16 +291,43 @@ func details(r *Result) string {
 			renew = fmt.Sprintf("a renewal round every %s (period %s): %s cmds in %s round trip(s)",
 				fmtDur(w.RoundInterval), fmtDur(w.Period), fmtNum(w.CmdsPerRound), fmtNum(w.TripsPerRound))
 		}
-		parts = append(parts, fmt.Sprintf("%s held; %s; %s cmds/s", group(int64(w.Locks)), renew, fmtNum(w.CmdsPerSec)),
+		parts = append(parts, fmt.Sprintf("%s held (taken in %.1fs); %s; %s cmds/s", group(int64(w.Locks)), w.AcquireSecs, renew, fmtNum(w.CmdsPerSec)),
 			fmt.Sprintf("goroutines %+d (%+d at a tenth)", w.GoroutinesAll, w.GoroutinesTenth),
-			fmt.Sprintf("%s B/lock", fmtNum(w.BytesPerLock)))
+			fmt.Sprintf("client %s B per held lock", fmtNum(w.BytesPerLock)))
+		if s := w.Server; s != nil {
+			parts = append(parts, fmt.Sprintf("server script time %s µs per held lock and period (%s µs per call)", fmtNum(s.UsPerOp), fmtNum(s.UsPerCall)))
+		}
 		if w.Lost > 0 {
 			parts = append(parts, fmt.Sprintf("lost %d", w.Lost))
 		}
+	case r.Memory != nil:
+		parts = append(parts, memoryDetails(r.Memory)...)
 	}
 	if r.SubsPerOp != nil {
 		parts = append(parts, fmt.Sprintf("+%.2f SUBSCRIBE/UNSUBSCRIBE per op", *r.SubsPerOp))
 	}
 	parts = append(parts, r.Notes...)
 	return strings.Join(parts, "; ")
+}
+
+// memoryDetails summarizes a redis-memory measurement.
+func memoryDetails(m *MemoryStats) []string {
+	var by []string
+	for _, c := range classes(m.ByClass) {
+		by = append(by, fmt.Sprintf("%s %s", c, fmtNum(m.ByClass[c])))
+	}
+	parts := []string{fmt.Sprintf("held lock: %s B in %s key(s) (%s), alloc +%s B",
+		fmtNum(m.BytesPerLock), fmtNum(m.KeysPerLock), strings.Join(by, ", "), fmtNum(m.AllocPerLock))}
+	if m.Waiters > 0 {
+		parts = append(parts, fmt.Sprintf("queued waiter: %s B in keys, alloc +%s B (%s queued)",
+			fmtNum(m.BytesPerWaiter), fmtNum(m.AllocPerWaiter), group(m.Queued)))
+	}
+	if m.LeftPerCycle > 0 {
+		parts = append(parts, fmt.Sprintf("a cycle leaves %s key(s) of %s B (alloc %s B) for %s: %s at %s cycles/s of new owners (bytes x rate x TTL)",
+			fmtNum(m.LeftPerCycle), fmtNum(m.BytesPerLeft), fmtNum(m.AllocPerLeft), fmtDur(m.LeftTTL),
+			fmtBytes(m.SteadyRecords), group(int64(m.RecordRate))))
+	} else {
+		parts = append(parts, "a cycle leaves no key")
+	}
+	return parts
 }

@@ -8,41 +8,58 @@ import (
 )
 
 // Scenarios lists every scenario in the order a run measures them.
-var Scenarios = []string{ScenarioUncontended, ScenarioHandoff, ScenarioContention, ScenarioReadHeavy, ScenarioWatchdog}
+// The redis-memory scenario comes first: the request records that other
+// scenarios leave expire for a while after them, which would move the
+// server's memory while it measures.
+var Scenarios = []string{
+	ScenarioMemory, ScenarioUncontended, ScenarioHandoff, ScenarioHandoffContended, ScenarioContention,
+	ScenarioReadHeavy, ScenarioManyReaders, ScenarioManyWaiters, ScenarioManyLocks, ScenarioWatchdog,
+}
 
 // Plan is what a run measures: every scenario for every kind (and every
-// number of contenders), scenario by scenario so that the figures compared
-// with each other are measured close together in time.
+// number of contenders, readers or waiters), scenario by scenario so that
+// the figures compared with each other are measured close together in
+// time.
 type Plan struct {
-	Kinds      []Kind
-	Scenarios  []string
+	Kinds     []Kind
+	Scenarios []string
+	// Contenders are the contention scenario's owner counts, Readers the
+	// many-readers scenario's reader counts, Waiters the many-waiters
+	// scenario's waiter counts.
 	Contenders []int
+	Readers    []int
+	Waiters    []int
 }
 
 // job is one measurement of a plan.
 type job struct {
-	kind       Kind
-	scenario   string
-	contenders int
+	kind     Kind
+	scenario string
+	count    int // contenders, readers or waiters
 }
 
 func (j job) label() string {
 	if j.scenario == ScenarioContention {
-		return fmt.Sprintf("%s c=%d", j.scenario, j.contenders)
+		return label(j.scenario, j.count, 0)
 	}
-	return j.scenario
+	return label(j.scenario, 0, j.count)
 }
 
 func (p Plan) jobs() []job {
 	var out []job
 	for _, s := range p.Scenarios {
+		counts := []int{0}
+		switch s {
+		case ScenarioContention:
+			counts = p.Contenders
+		case ScenarioManyReaders:
+			counts = p.Readers
+		case ScenarioManyWaiters:
+			counts = p.Waiters
+		}
 		for _, k := range p.Kinds {
-			if s != ScenarioContention {
-				out = append(out, job{kind: k, scenario: s})
-				continue
-			}
-			for _, c := range p.Contenders {
-				out = append(out, job{kind: k, scenario: s, contenders: c})
+			for _, c := range counts {
+				out = append(out, job{kind: k, scenario: s, count: c})
 			}
 		}
 	}
@@ -52,12 +69,27 @@ func (p Plan) jobs() []job {
 // skip says why a scenario does not apply to a kind, or "".
 func skip(k Kind, scenario string) string {
 	switch {
-	case scenario == ScenarioReadHeavy && !k.Shared && !k.Baseline:
+	case scenario == ScenarioReadHeavy && !k.Shared && !k.Baseline,
+		scenario == ScenarioManyReaders && !k.Shared:
 		return "no read/write lock"
+	case scenario == ScenarioManyWaiters && !k.Queue:
+		return "no queue in Redis (waiters poll or wait for invalidations)"
 	case scenario == ScenarioWatchdog && !k.Renews:
 		return "no automatic renewal (the caller extends each lock)"
 	}
 	return ""
+}
+
+// result is an empty Result for j.
+func (j job) result() Result {
+	r := Result{Kind: j.kind.Name, Peer: j.kind.Peer, Scenario: j.scenario}
+	switch j.scenario {
+	case ScenarioContention:
+		r.Contenders = j.count
+	case ScenarioManyReaders, ScenarioManyWaiters:
+		r.Count = j.count
+	}
+	return r
 }
 
 // Run measures plan with cfg, reporting progress to progress (nil for
@@ -76,7 +108,9 @@ func Run(ctx context.Context, cfg Config, plan Plan, progress io.Writer) []Resul
 		}
 		p.start(i, j.kind.Name+"  "+j.label())
 		if why := skip(j.kind, j.scenario); why != "" {
-			out = append(out, Result{Kind: j.kind.Name, Peer: j.kind.Peer, Scenario: j.scenario, Contenders: j.contenders, Skipped: why})
+			r := j.result()
+			r.Skipped = why
+			out = append(out, r)
 			continue
 		}
 		out = append(out, runGuarded(ctx, cfg, j))
@@ -87,8 +121,17 @@ func Run(ctx context.Context, cfg Config, plan Plan, progress io.Writer) []Resul
 // runGuarded runs j, abandoning it if it does not end in time.
 func runGuarded(ctx context.Context, cfg Config, j job) Result {
 	guard := 3*cfg.Duration + 2*cfg.WaitTimeout + 30*time.Second
-	if j.scenario == ScenarioWatchdog {
-		guard += time.Duration(cfg.WatchdogPeriods)*cfg.WatchdogTimeout + 60*time.Second
+	switch j.scenario {
+	case ScenarioWatchdog:
+		// Taking and releasing the locks: allow 1ms each.
+		guard += time.Duration(cfg.WatchdogPeriods)*cfg.WatchdogTimeout + 60*time.Second +
+			time.Duration(cfg.WatchdogLocks)*time.Millisecond
+	case ScenarioManyWaiters:
+		guard += warmupMax + time.Duration(j.count)*10*time.Millisecond
+	case ScenarioManyReaders:
+		guard += time.Duration(j.count) * 10 * time.Millisecond
+	case ScenarioMemory:
+		guard += 30*time.Second + time.Duration(cfg.MemoryLocks+cfg.MemoryWaiters)*10*time.Millisecond
 	}
 	jctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -96,7 +139,9 @@ func runGuarded(ctx context.Context, cfg Config, j job) Result {
 	go func() {
 		defer func() {
 			if v := recover(); v != nil {
-				done <- Result{Kind: j.kind.Name, Peer: j.kind.Peer, Scenario: j.scenario, Contenders: j.contenders, Err: fmt.Sprintf("panic: %v", v)}
+				r := j.result()
+				r.Err = fmt.Sprintf("panic: %v", v)
+				done <- r
 			}
 		}()
 		done <- measure(jctx, cfg, j)
@@ -117,11 +162,10 @@ func runGuarded(ctx context.Context, cfg Config, j job) Result {
 		return r
 	case <-t.C:
 	}
-	return Result{
-		Kind: j.kind.Name, Peer: j.kind.Peer, Scenario: j.scenario, Contenders: j.contenders,
-		Stalled: true,
-		Err:     fmt.Sprintf("stalled: no result %v after start, nor 5s after cancelling its context; abandoned", guard),
-	}
+	r := j.result()
+	r.Stalled = true
+	r.Err = fmt.Sprintf("stalled: no result %v after start, nor 5s after cancelling its context; abandoned", guard)
+	return r
 }
 
 func measure(ctx context.Context, cfg Config, j job) Result {
@@ -130,12 +174,22 @@ func measure(ctx context.Context, cfg Config, j job) Result {
 		return Uncontended(ctx, cfg, j.kind)
 	case ScenarioHandoff:
 		return Handoff(ctx, cfg, j.kind)
+	case ScenarioHandoffContended:
+		return HandoffContended(ctx, cfg, j.kind)
 	case ScenarioContention:
-		return Contention(ctx, cfg, j.kind, j.contenders)
+		return Contention(ctx, cfg, j.kind, j.count)
 	case ScenarioReadHeavy:
 		return ReadHeavy(ctx, cfg, j.kind)
+	case ScenarioManyReaders:
+		return ManyReaders(ctx, cfg, j.kind, j.count)
+	case ScenarioManyWaiters:
+		return ManyWaiters(ctx, cfg, j.kind, j.count)
+	case ScenarioManyLocks:
+		return ManyLocks(ctx, cfg, j.kind)
 	case ScenarioWatchdog:
 		return Watchdog(ctx, cfg, j.kind)
+	case ScenarioMemory:
+		return Memory(ctx, cfg, j.kind)
 	}
 	return Result{Kind: j.kind.Name, Scenario: j.scenario, Err: "unknown scenario"}
 }

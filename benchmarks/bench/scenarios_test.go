@@ -5,9 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/relock-go/relock/benchmarks/bench"
 )
@@ -29,6 +32,11 @@ func ok(t *testing.T, r bench.Result) {
 		t.Fatalf("%s %s: err=%q stalled=%v violations=%d ops=%d notes=%v", r.Kind, r.Label(), r.Err, r.Stalled, r.Violations, r.Ops, r.Notes)
 	}
 }
+
+// slow is the StallAfter of the tests: a loaded machine (go test runs
+// packages in parallel) can leave a lock without an acquisition for half a
+// second without anything being wrong.
+const slow = 10 * time.Second
 
 // TestScenarios runs every scenario briefly for every relock kind on
 // miniredis, so that a change that breaks the benchmarks is caught by go
@@ -57,10 +65,54 @@ func TestScenarios(t *testing.T) {
 			}
 			all = append(all, r)
 
-			r = bench.Contention(ctx, bench.Config{Server: srv, Ops: 40}, k, 4)
+			r = bench.Contention(ctx, bench.Config{Server: srv, Ops: 40, StallAfter: slow}, k, 4)
 			ok(t, r)
 			if r.Ops != 40 {
 				t.Errorf("contention acquisitions: got %d, want 40", r.Ops)
+			}
+			all = append(all, r)
+
+			r = bench.HandoffContended(ctx, bench.Config{Server: srv, Ops: 30, ContendedOwners: 4, StallAfter: slow}, k)
+			ok(t, r)
+			if c := r.Contention; c.NextHolder.N != 29 || c.Handoff.N+c.NotHandedOver < 29 || r.Latency != c.Handoff {
+				t.Errorf("handoff-contended: next holder n=%d, %d hand-offs and %d releases not handed over, latency %+v; "+
+					"want 29 samples of 30 acquisitions, latency the hand-offs", c.NextHolder.N, c.Handoff.N, c.NotHandedOver, r.Latency)
+			}
+			all = append(all, r)
+
+			if k.Queue {
+				for _, w := range []int{1, 6} {
+					r = bench.ManyWaiters(ctx, bench.Config{Server: srv, Ops: 20, StallAfter: slow}, k, w)
+					ok(t, r)
+					if r.Count != w || r.Contenders != w+1 {
+						t.Errorf("many-waiters: count %d, contenders %d; want %d, %d", r.Count, r.Contenders, w, w+1)
+					}
+					all = append(all, r)
+				}
+			}
+
+			if k.Shared {
+				for _, n := range []int{1, 10} {
+					r = bench.ManyReaders(ctx, bench.Config{Server: srv, Ops: 10}, k, n)
+					ok(t, r)
+					if m := r.ManyReaders; m.Readers != n || m.ReadCycle.N != 10 || m.WriteAttempt.N != 10 {
+						t.Errorf("many-readers: %d readers, %d read cycles, %d write attempts; want %d, 10, 10",
+							m.Readers, m.ReadCycle.N, m.WriteAttempt.N, n)
+					}
+					all = append(all, r)
+				}
+			}
+
+			r = bench.ManyLocks(ctx, bench.Config{Server: srv, Ops: 40, LockNames: 50, LockWorkers: 4}, k)
+			ok(t, r)
+			if m := r.ManyLocks; r.Ops != 40 || m.FloorPerSec == 0 {
+				t.Errorf("many-locks: %d cycles, floor %v/s; want 40 cycles and a floor", r.Ops, m.FloorPerSec)
+			}
+			all = append(all, r)
+
+			r = bench.Memory(ctx, cfg, k)
+			if r.Skipped == "" {
+				t.Errorf("redis-memory on miniredis: got %+v, want skipped", r)
 			}
 			all = append(all, r)
 
@@ -91,6 +143,11 @@ func TestScenarios(t *testing.T) {
 	if !strings.Contains(buf.String(), "relock/mutex") {
 		t.Errorf("table lacks relock/mutex:\n%s", buf.String())
 	}
+	for _, line := range strings.Split(buf.String(), "\n") {
+		if n := utf8.RuneCountInString(line); n > 100 {
+			t.Errorf("table line of %d columns, want at most 100:\n%s", n, line)
+		}
+	}
 	if err := rep.WriteSVG(io.Discard); err != nil {
 		t.Fatal(err)
 	}
@@ -115,5 +172,51 @@ func TestMainJSON(t *testing.T) {
 	}
 	for _, r := range rep.Results {
 		ok(t, r)
+	}
+}
+
+// TestMainTable runs the command line on miniredis with the scenarios'
+// own flags, and checks that the table fits 100 columns and that the JSON
+// file has every result.
+func TestMainTable(t *testing.T) {
+	var out, errs bytes.Buffer
+	file := filepath.Join(t.TempDir(), "results.json")
+	args := []string{"-duration", "100ms", "-scenarios", "many-readers,many-waiters,redis-memory",
+		"-many-readers", "1,3", "-many-waiters", "2", "-kinds", bench.KindRWLock, "-json-file", file}
+	if code := bench.Main("relockbench", args, bench.RelockKinds(), &out, &errs); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, errs.String())
+	}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if n := utf8.RuneCountInString(line); n > 100 {
+			t.Errorf("table line of %d columns, want at most 100:\n%s", n, line)
+		}
+	}
+	for _, want := range []string{"many-readers r=3", "many-waiters w=2", "n/a: redis-memory for relock/rwlock"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep bench.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("bad JSON: %v", err)
+	}
+	if got, want := len(rep.Results), 4; got != want {
+		t.Fatalf("results: got %d, want %d", got, want)
+	}
+	if r := rep.Results[1]; r.ManyReaders == nil || r.ManyReaders.Readers != 3 {
+		t.Errorf("many-readers r=3 in JSON: got %+v", r)
+	}
+
+	// The saved results render the same table again.
+	var again bytes.Buffer
+	if code := bench.Main("relockbench", []string{"-from-json", file}, nil, &again, &errs); code != 0 {
+		t.Fatalf("-from-json: exit %d; stderr:\n%s", code, errs.String())
+	}
+	if got, want := again.String(), out.String(); got != want {
+		t.Errorf("-from-json table differs:\n%s\nwant:\n%s", got, want)
 	}
 }

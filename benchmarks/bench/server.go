@@ -127,34 +127,157 @@ func (s *Server) RTT(ctx context.Context, n int) (time.Duration, error) {
 // server has run so far (INFO commandstats), which client hooks do not
 // see; ok is false on miniredis or when INFO fails.
 func (s *Server) PubSubCalls(ctx context.Context) (n int64, ok bool) {
+	st, ok := s.commandStats(ctx)
+	for _, name := range []string{"subscribe", "unsubscribe", "psubscribe", "punsubscribe", "ssubscribe", "sunsubscribe"} {
+		n += st[name].calls
+	}
+	return n, ok
+}
+
+// cmdStat is one command's line of INFO commandstats.
+type cmdStat struct{ calls, usec int64 }
+
+func (c cmdStat) sub(o cmdStat) cmdStat { return cmdStat{c.calls - o.calls, c.usec - o.usec} }
+
+// commandStats returns a real server's INFO commandstats by command name
+// (lower case); ok is false on miniredis or when INFO fails.
+func (s *Server) commandStats(ctx context.Context) (map[string]cmdStat, bool) {
 	if !s.Real() {
-		return 0, false
+		return nil, false
 	}
 	c := redis.NewClient(s.Options())
 	defer c.Close()
 	info, err := c.Info(ctx, "commandstats").Result()
 	if err != nil {
-		return 0, false
+		return nil, false
 	}
+	out := map[string]cmdStat{}
 	for _, line := range strings.Split(info, "\n") {
 		name, rest, found := strings.Cut(strings.TrimSpace(line), ":")
-		switch name {
-		case "cmdstat_subscribe", "cmdstat_unsubscribe", "cmdstat_psubscribe",
-			"cmdstat_punsubscribe", "cmdstat_ssubscribe", "cmdstat_sunsubscribe":
-		default:
+		name, isCmd := strings.CutPrefix(name, "cmdstat_")
+		if !found || !isCmd {
 			continue
 		}
-		if !found {
-			continue
-		}
+		var st cmdStat
 		for _, f := range strings.Split(rest, ",") {
-			if v, isCalls := strings.CutPrefix(f, "calls="); isCalls {
-				c, _ := strconv.ParseInt(v, 10, 64)
-				n += c
+			k, v, _ := strings.Cut(f, "=")
+			n, _ := strconv.ParseInt(v, 10, 64)
+			switch k {
+			case "calls":
+				st.calls = n
+			case "usec":
+				st.usec = n
 			}
 		}
+		out[name] = st
 	}
-	return n, true
+	return out, true
+}
+
+// scriptTime returns the calls of scripts (EVAL, EVALSHA and their _RO
+// forms) that a real server has run so far and the time spent in them;
+// ok is false on miniredis or when INFO fails.
+func (s *Server) scriptTime(ctx context.Context) (cmdStat, bool) {
+	st, ok := s.commandStats(ctx)
+	var n cmdStat
+	for _, name := range []string{"eval", "evalsha", "eval_ro", "evalsha_ro"} {
+		n.calls += st[name].calls
+		n.usec += st[name].usec
+	}
+	return n, ok
+}
+
+// serverTime turns the script calls of a window into a ServerTime, per
+// operation of ops; nil when unknown.
+func serverTime(d cmdStat, ops int64) *ServerTime {
+	t := &ServerTime{Calls: d.calls, Usec: d.usec}
+	if d.calls > 0 {
+		t.UsPerCall = float64(d.usec) / float64(d.calls)
+	}
+	if ops > 0 {
+		t.UsPerOp = float64(d.usec) / float64(ops)
+		t.CallsPerOp = float64(d.calls) / float64(ops)
+	}
+	return t
+}
+
+// window measures a real server's script time between two points.
+type window struct {
+	srv   *Server
+	start cmdStat
+	ok    bool
+}
+
+func (s *Server) openWindow(ctx context.Context) *window {
+	w := &window{srv: s}
+	w.start, w.ok = s.scriptTime(ctx)
+	return w
+}
+
+// close returns the script time since the window opened, per operation
+// of ops; nil on miniredis.
+func (w *window) close(ctx context.Context, ops int64) *ServerTime {
+	if !w.ok {
+		return nil
+	}
+	end, ok := w.srv.scriptTime(ctx)
+	if !ok {
+		return nil
+	}
+	return serverTime(end.sub(w.start), ops)
+}
+
+// CPU returns the CPU time (user and system) a real server has used so
+// far (INFO cpu); ok is false on miniredis or when INFO fails.
+func (s *Server) CPU(ctx context.Context) (d time.Duration, ok bool) {
+	if !s.Real() {
+		return 0, false
+	}
+	c := redis.NewClient(s.Options())
+	defer c.Close()
+	info, err := c.Info(ctx, "cpu").Result()
+	if err != nil {
+		return 0, false
+	}
+	var sum float64
+	for _, line := range strings.Split(info, "\n") {
+		name, v, found := strings.Cut(strings.TrimSpace(line), ":")
+		if found && (name == "used_cpu_sys" || name == "used_cpu_user") {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return 0, false
+			}
+			sum += f
+		}
+	}
+	return time.Duration(sum * float64(time.Second)), true
+}
+
+// cpuMeter measures the CPU time this process and a real server use
+// between two points.
+type cpuMeter struct {
+	srv                *Server
+	client, server     time.Duration
+	clientOK, serverOK bool
+}
+
+func (s *Server) startCPU(ctx context.Context) *cpuMeter {
+	m := &cpuMeter{srv: s}
+	m.server, m.serverOK = s.CPU(ctx)
+	m.client, m.clientOK = processCPU()
+	return m
+}
+
+// stop returns the CPU time used since start by this process and by the
+// server (0 when unknown; on miniredis the server runs in this process).
+func (m *cpuMeter) stop(ctx context.Context) (client, server time.Duration) {
+	if c, ok := processCPU(); ok && m.clientOK {
+		client = c - m.client
+	}
+	if s, ok := m.srv.CPU(ctx); ok && m.serverOK {
+		server = s - m.server
+	}
+	return client, server
 }
 
 // UniqueName returns a lock name that no other run uses.

@@ -40,8 +40,9 @@ const (
 )
 
 // WriteSVG writes a bar chart of the report: uncontended cycle and
-// hand-off medians (log scale), and acquisitions per second under
-// contention (16 contenders, or the most measured).
+// hand-off medians (log scale), the hand-off under sustained contention,
+// acquisitions per second under contention (16 contenders, or the most
+// measured), and cycles per second on many locks.
 func (r *Report) WriteSVG(w io.Writer) error {
 	var panels []svgPanel
 	durUnit := func(v float64) string { return fmtDur(time.Duration(v)) }
@@ -61,7 +62,9 @@ func (r *Report) WriteSVG(w io.Writer) error {
 		}
 	}
 	contP := svgPanel{title: fmt.Sprintf("Contention, %d contenders: acquisitions per second", cont), unit: func(v float64) string { return fmtNum(v) }}
-	floorDone, handFloorDone := false, false
+	busy := svgPanel{title: "Hand-off under sustained contention: release call to next holder, median (log scale)", log: true, unit: durUnit}
+	many := svgPanel{title: "Many locks (random names, one process): cycles per second", unit: func(v float64) string { return fmtNum(v) }}
+	floorDone, handFloorDone, manyFloorDone := false, false, false
 	for i := range r.Results {
 		res := &r.Results[i]
 		if !usable(res) || res.Latency.N == 0 {
@@ -80,11 +83,19 @@ func (r *Report) WriteSVG(w io.Writer) error {
 				handFloorDone = true
 				hand.bars = append(hand.bars, svgBar{"raw PUBLISH→SET NX", float64(h.Floor.P50), fmtDur(h.Floor.P50), colorFloor})
 			}
+		case res.Scenario == ScenarioHandoffContended:
+			busy.bars = append(busy.bars, svgBar{res.Kind, float64(res.Latency.P50), fmtDur(res.Latency.P50), color(res)})
 		case res.Scenario == ScenarioContention && res.Contenders == cont:
 			contP.bars = append(contP.bars, svgBar{res.Kind, res.OpsPerSec, fmtNum(res.OpsPerSec) + "/s", color(res)})
+		case res.Scenario == ScenarioManyLocks:
+			many.bars = append(many.bars, svgBar{res.Kind, res.OpsPerSec, fmtNum(res.OpsPerSec) + "/s", color(res)})
+			if m := res.ManyLocks; m != nil && !manyFloorDone && !res.Peer {
+				manyFloorDone = true
+				many.bars = append(many.bars, svgBar{"raw SET NX + DEL", m.FloorPerSec, fmtNum(m.FloorPerSec) + "/s", colorFloor})
+			}
 		}
 	}
-	for _, p := range []svgPanel{un, hand, contP} {
+	for _, p := range []svgPanel{un, hand, busy, contP, many} {
 		if len(p.bars) > 0 {
 			panels = append(panels, p)
 		}

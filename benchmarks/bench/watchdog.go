@@ -26,6 +26,9 @@ func Watchdog(ctx context.Context, cfg Config, k Kind) Result {
 	cfg = cfg.withDefaults()
 	res := Result{Kind: k.Name, Peer: k.Peer, Scenario: ScenarioWatchdog}
 	n := cfg.WatchdogLocks
+	if k.Peer && cfg.PeerWatchdogLocks > 0 {
+		n = cfg.PeerWatchdogLocks
+	}
 	cnt := &Counter{}
 	conn, err := k.Open(cfg.Server, cnt, OpenOptions{WatchdogTimeout: cfg.WatchdogTimeout})
 	if err != nil {
@@ -95,10 +98,12 @@ func Watchdog(ctx context.Context, cfg Config, k Kind) Result {
 	time.Sleep(st.Period)
 	c0 := cnt.Snapshot()
 	cnt.StartTrace()
+	win := cfg.Server.openWindow(ctx)
 	t0 := time.Now()
 	time.Sleep(time.Duration(cfg.WatchdogPeriods) * st.Period)
 	d := cnt.Snapshot().Sub(c0)
 	trips := cnt.StopTrace()
+	srvTime := win.close(ctx, 0)
 	st.Window = time.Since(t0)
 	periods := float64(st.Window) / float64(st.Period)
 	st.CmdsPerPeriod = float64(d.Commands) / periods
@@ -114,6 +119,10 @@ func Watchdog(ctx context.Context, cfg Config, k Kind) Result {
 		}
 		st.CmdsPerRound = float64(c) / float64(len(rounds))
 		st.TripsPerRound = float64(t) / float64(len(rounds))
+	}
+	if srvTime != nil && srvTime.Calls > 0 {
+		// Script time per hold renewed: every hold once per renewal period.
+		st.Server = serverTime(cmdStat{srvTime.Calls, srvTime.Usec}, int64(periods*float64(n)))
 	}
 
 	var lost atomic.Int64

@@ -1,0 +1,8 @@
+//go:build !unix
+
+package bench
+
+import "time"
+
+// processCPU is not known on this platform.
+func processCPU() (time.Duration, bool) { return 0, false }

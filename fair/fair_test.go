@@ -471,6 +471,8 @@ func TestStaleGrant(t *testing.T) { locktest.StaleGrant(t, kind) }
 
 func TestShortHeartbeatKeepsPlace(t *testing.T) { locktest.ShortHeartbeatKeepsPlace(t, kind) }
 
+func TestNoRecordsWithoutResends(t *testing.T) { locktest.NoRecordsWithoutResends(t, kind) }
+
 // TestMixedHeartbeats: a waiter with a short heartbeat leaves; the queue
 // must still live as long as the longest heartbeat of the waiters in it,
 // so an earlier waiter with a long heartbeat keeps its place.

@@ -474,3 +474,5 @@ func TestGrantToOtherCall(t *testing.T) { locktest.GrantToOtherCall(t, kind) }
 func TestStaleGrant(t *testing.T) { locktest.StaleGrant(t, kind) }
 
 func TestShortHeartbeatKeepsPlace(t *testing.T) { locktest.ShortHeartbeatKeepsPlace(t, kind) }
+
+func TestNoRecordsWithoutResends(t *testing.T) { locktest.NoRecordsWithoutResends(t, kind) }

@@ -1120,6 +1120,8 @@ func TestStaleGrant(t *testing.T) { sides(t, locktest.StaleGrant) }
 
 func TestShortHeartbeatKeepsPlace(t *testing.T) { sides(t, locktest.ShortHeartbeatKeepsPlace) }
 
+func TestNoRecordsWithoutResends(t *testing.T) { sides(t, locktest.NoRecordsWithoutResends) }
+
 // TestReadersDoNotSpin: a reader held back by a queued writer that died
 // (its entry still live, the lock free) waits on its timer, not in a loop
 // of attempts (review: 301 commands in 500 ms), and the free lock is

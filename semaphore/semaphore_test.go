@@ -948,3 +948,5 @@ func TestGrantToOtherCall(t *testing.T) { locktest.GrantToOtherCall(t, sem1) }
 func TestStaleGrant(t *testing.T) { locktest.StaleGrant(t, sem1) }
 
 func TestShortHeartbeatKeepsPlace(t *testing.T) { locktest.ShortHeartbeatKeepsPlace(t, sem1) }
+
+func TestNoRecordsWithoutResends(t *testing.T) { locktest.NoRecordsWithoutResends(t, sem1) }

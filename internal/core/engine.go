@@ -31,6 +31,12 @@ type Engine struct {
 
 	obs *observers // nil when nobody observes: the lock path skips events
 
+	// Resends reports whether the Redis client may send a command again
+	// after its reply timed out (go-redis's MaxRetries, a Cluster's
+	// MaxRedirects): then scripts keep request records, so that a second
+	// run answers as the first did.
+	Resends bool
+
 	closeOnce sync.Once
 	closed    chan struct{}
 }
@@ -57,7 +63,7 @@ const (
 // NewEngine returns an engine for rdb, or one whose Err says why it cannot
 // work. A usable engine has started its watchdog goroutine.
 func NewEngine(rdb redis.UniversalClient, cfg Config, cfgErr error) *Engine {
-	e := &Engine{RDB: rdb, closed: make(chan struct{})}
+	e := &Engine{RDB: rdb, closed: make(chan struct{}), Resends: resends(rdb)}
 	switch {
 	case isNil(rdb):
 		e.Err = lockerr.NilClient
@@ -163,6 +169,22 @@ func isNil(rdb redis.UniversalClient) bool {
 		return c == nil
 	}
 	return false
+}
+
+// resends reports whether rdb may resend a command whose reply timed out:
+// go-redis does so up to MaxRetries times (a Cluster: MaxRedirects times
+// too), unless retries are disabled (MaxRetries -1, which go-redis keeps as
+// 0 in the options it returns).
+func resends(rdb redis.UniversalClient) bool {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return c != nil && c.Options().MaxRetries > 0
+	case *redis.ClusterClient:
+		return c != nil && (c.Options().MaxRetries > 0 || c.Options().MaxRedirects > 0)
+	case *redis.Ring:
+		return c != nil && c.Options().MaxRetries > 0
+	}
+	return true
 }
 
 // IsRedisError reports whether err is an error reply from Redis (the

@@ -149,7 +149,7 @@ func (p *exclusive) Release(ctx context.Context, r *Request) (int64, error) {
 
 func (p *exclusive) Abort(ctx context.Context, r *Request) error {
 	o := p.o
-	return o.Run(ctx, p.scripts.Abort, p.keys, o.Token, r.ID, o.RecordTTL(), p.ext.Push, r.Held[Units],
+	return o.Run(ctx, p.scripts.Abort, p.keys, o.Token, r.ID, o.AbortRecordTTL(), p.ext.Push, r.Held[Units],
 		StarvationThreshold.Milliseconds()).Err()
 }
 

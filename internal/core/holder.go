@@ -264,7 +264,7 @@ func (h *Holder) releaseLocked(ctx context.Context, op string, class Class, n in
 		}
 		return h.errorf(op, err)
 	}
-	r := h.pending
+	r, resent := h.pending, h.pending != nil
 	if r == nil {
 		r = &Request{ID: h.NextRequest(), Class: class, N: n, Held: h.held, op: op}
 	}
@@ -292,6 +292,12 @@ func (h *Holder) releaseLocked(ctx context.Context, op string, class Class, n in
 		return h.errorf(op, err)
 	}
 	h.pending = nil
+	if res == 0 && resent && !h.E.Resends && final {
+		// Without request records the resent release cannot tell "done
+		// by its first run" from "lost before": its first run, whose reply
+		// was lost, most likely did it, and the hold is over either way.
+		res = 1
+	}
 	if res == 0 {
 		cause := lockerr.Loss(lockerr.Gone, "lock gone, expired or taken by another owner")
 		h.loseLocked(cause)

@@ -106,10 +106,25 @@ func (o *Owner) NextRequest() string {
 // command within about 14 s of sending it.
 const MaxRecordTTL = 15 * time.Second
 
-// RecordTTL is how long a request record is kept, in milliseconds: long
-// enough to cover go-redis's resends of the request, and no longer than a
-// lease, so nothing outlives the lock by more than one lease.
-func (o *Owner) RecordTTL() int64 { return min(o.Lease(), MaxRecordTTL).Milliseconds() }
+// RecordTTL is how long the record of an acquire or release is kept, in
+// milliseconds: long enough to cover go-redis's resends of the request,
+// and no longer than a lease, so nothing outlives the lock by more than one
+// lease. It is 0 (keep none) when the Redis client never resends a command
+// (retries disabled, see Engine.Resends): then a request runs at most
+// once, and the only cost is that an Unlock whose reply was lost, resent
+// by the handle's next call, reports ErrNotHeld instead of success (the
+// hold is over either way).
+func (o *Owner) RecordTTL() int64 {
+	if !o.E.Resends {
+		return 0
+	}
+	return o.AbortRecordTTL()
+}
+
+// AbortRecordTTL is how long the record of an aborted acquire is kept,
+// always: it refuses a late execution of the abandoned request, which may
+// still be in flight whether or not the client resends.
+func (o *Owner) AbortRecordTTL() int64 { return min(o.Lease(), MaxRecordTTL).Milliseconds() }
 
 // Run runs script with the owner's Redis client.
 func (o *Owner) Run(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {

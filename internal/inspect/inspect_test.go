@@ -314,7 +314,7 @@ func TestScanFindsLocksOnly(t *testing.T) {
 			core.NewKeys("mutex", p+"x}:r:"+tok).Lock, // a name that looks like a record
 			core.NewKeys("mutex", p+"a:{b}").Lock,
 			core.NewKeys("reentrant", p+"q}:queue").Lock, // a name that looks like a queue
-			core.NewKeys("semaphore", p+"s").Lock,        // not a lock type of ours
+			core.NewKeys("widget", p+"s").Lock,           // not a lock type of ours
 			"relock:mutex:" + p + "nobrace",
 			"other:mutex:{" + p + "o}",
 		}

@@ -146,3 +146,38 @@ func FenceAfterLocalLoss(t *testing.T, k Kind) {
 		require.NoError(t, h.Unlock(ctx))
 	})
 }
+
+// NoRecordsWithoutResends: with a go-redis client that never resends a
+// command (MaxRetries -1), scripts keep no request records (nothing but
+// the lock's own keys is written), and a release whose reply was lost is
+// settled by the handle's next call.
+func NoRecordsWithoutResends(t *testing.T, k Kind) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := testCtx(t)
+		faults := &redistest.Faults{}
+		rdb := s.Client(t, func(o *redis.Options) { o.MaxRetries = -1 })
+		rdb.AddHook(faults)
+		c := relock.New(rdb)
+		t.Cleanup(func() { _ = c.Close() })
+		name := redistest.Name(t)
+		h := k.New(c, name)
+		for i := 0; i < 3; i++ {
+			require.NoError(t, h.Lock(ctx))
+			require.NoError(t, h.Unlock(ctx))
+		}
+		assert.Empty(t, s.Keys(t, k.Key(name)+":r:*"), "request records kept although the client never resends")
+
+		require.NoError(t, h.Lock(ctx))
+		faults.LoseReplies(true)
+		require.ErrorIs(t, h.Unlock(ctx), redistest.ErrInjected)
+		faults.LoseReplies(false)
+		require.NoError(t, h.Lock(ctx), "the next Lock after a release whose reply was lost")
+		require.NoError(t, h.Unlock(ctx))
+		select {
+		case <-h.Lost():
+			t.Fatal("a release whose reply was lost was counted as a loss")
+		default:
+		}
+		assert.Empty(t, s.Keys(t, k.Key(name)), "the lock is left held")
+	})
+}

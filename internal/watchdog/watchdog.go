@@ -28,6 +28,9 @@ import (
 // BatchSize is the most holds renewed by one script call.
 const BatchSize = 500
 
+// claimBatch is how far ahead a claims round takes claims due soon.
+const claimBatch = 20 * time.Millisecond
+
 // Kinds of hold, as the renew script knows them.
 const (
 	KindString = "m" // plain mutex: a string holding the owner token
@@ -63,7 +66,9 @@ type Hold struct {
 	// Guarded by Watchdog.mu.
 	active   bool
 	renew    bool          // renewed every period
-	claim    bool          // a claim (one renewal, at once) is due
+	claim    bool          // a claim (one renewal, soon) is due
+	claimAt  time.Time     // when to send it (claims coalesce, and a hold released before needs none)
+	claimTmr *time.Timer   // kicks a claims round at claimAt
 	lease    time.Duration // what a renewal or the claim sets
 	leaseMS  int64         // lease, as the round in flight sends it (its goroutine only)
 	deadline time.Time
@@ -170,10 +175,15 @@ func (w *Watchdog) Add(h *Hold, start time.Time, lease time.Duration, renew bool
 
 // Claim watches h, a hold that another owner's release granted to this
 // owner with a short claim lease, at the latest at start: its local
-// deadline is start+claim-Drift(claim) until the watchdog, at once and
-// in its own goroutine, has extended it to lease (the claim). After that,
-// with renew, it renews h every period like Add; without, it declares h
-// lost at the claim's time + lease.
+// deadline is start+claim-Drift(claim) until the watchdog, in its own
+// goroutine, has extended it to lease (the claim). After that, with renew,
+// it renews h every period like Add; without, it declares h lost at the
+// claim's time + lease.
+//
+// The claim is sent a little later, not at once: a quarter of the claim
+// lease (at most half the time left before the deadline). Claims then
+// share round trips, and a hold released before (a short critical section
+// under contention) needs no claim at all.
 func (w *Watchdog) Claim(h *Hold, start time.Time, claim, lease time.Duration, renew bool) (lost bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -185,12 +195,24 @@ func (w *Watchdog) Claim(h *Hold, start time.Time, claim, lease time.Duration, r
 	}
 	h.active, h.renew, h.claim, h.lease = true, renew, true, lease
 	w.holds[h] = struct{}{}
-	w.setDeadlineLocked(h, start.Add(claim-Drift(claim)))
-	select {
-	case w.kick <- struct{}{}:
-	default:
-	}
+	deadline := start.Add(claim - Drift(claim))
+	w.setDeadlineLocked(h, deadline)
+	w.armClaimLocked(h, max(min(claim/4, time.Until(deadline)/2), 0))
 	return false
+}
+
+// armClaimLocked has a claims round kicked after delay for h.
+func (w *Watchdog) armClaimLocked(h *Hold, delay time.Duration) {
+	h.claimAt = time.Now().Add(delay)
+	if h.claimTmr != nil {
+		h.claimTmr.Stop()
+	}
+	h.claimTmr = time.AfterFunc(delay, func() {
+		select {
+		case w.kick <- struct{}{}:
+		default:
+		}
+	})
 }
 
 // Restore watches h again, with the deadline it had, after a Remove whose
@@ -209,6 +231,9 @@ func (w *Watchdog) Restore(h *Hold) (lost bool) {
 	h.active = true
 	w.holds[h] = struct{}{}
 	w.setDeadlineLocked(h, h.deadline)
+	if h.claim {
+		w.armClaimLocked(h, 0)
+	}
 	return false
 }
 
@@ -299,6 +324,10 @@ func (w *Watchdog) removeLocked(h *Hold) {
 		h.timer.Stop()
 		h.timer = nil
 	}
+	if h.claimTmr != nil {
+		h.claimTmr.Stop()
+		h.claimTmr = nil
+	}
 	h.active = false
 	delete(w.holds, h)
 }
@@ -387,11 +416,20 @@ func (w *Watchdog) round(claimsOnly bool) bool {
 	now := time.Now()
 	w.mu.Lock()
 	var due []*Hold
+	var latest time.Time // the last deadline of a due hold
 	for h := range w.holds {
 		// A hold past its deadline is declared lost by its timer (expire).
-		if (h.claim || h.renew && !claimsOnly) && now.Before(h.deadline) {
+		if !now.Before(h.deadline) {
+			continue
+		}
+		// A claims round also takes the claims due in the next few ms.
+		claim := h.claim && (!claimsOnly || h.claimAt.Before(now.Add(claimBatch)))
+		if claim || h.renew && !claimsOnly {
 			h.leaseMS = h.lease.Milliseconds()
 			due = append(due, h)
+			if h.deadline.After(latest) {
+				latest = h.deadline
+			}
 		}
 	}
 	w.mu.Unlock()
@@ -399,7 +437,9 @@ func (w *Watchdog) round(claimsOnly bool) bool {
 		return true
 	}
 
-	ctx, cancel := context.WithTimeout(w.ctx, max(w.period, time.Second))
+	// A renewal confirmed before a hold's deadline keeps it: a round may
+	// take that long (many holds, a slow server), and at least a period.
+	ctx, cancel := context.WithTimeout(w.ctx, max(w.period, time.Second, time.Until(latest)))
 	defer cancel()
 	batches := group(due, w.shardOf)
 	cmds := make([]*redis.Cmd, len(batches))
@@ -442,6 +482,10 @@ func (w *Watchdog) round(claimsOnly bool) bool {
 			}
 			if res[j] == 1 {
 				h.claim = false
+				if h.claimTmr != nil {
+					h.claimTmr.Stop()
+					h.claimTmr = nil
+				}
 				w.setDeadlineLocked(h, now.Add(h.lease-Drift(h.lease)))
 				continue
 			}

@@ -28,8 +28,11 @@ const DefaultHeartbeat = 5 * time.Second
 // StarvationThreshold is how long the longest waiter of a mutex or a
 // reentrant lock may wait before releases stop letting others barge in
 // and hand the lock to it directly, as sync.Mutex's starvation mode does
-// after 1 ms. (The fair lock always hands the lock over.)
-const StarvationThreshold = 10 * time.Millisecond
+// after 1 ms. (The fair lock always hands the lock over.) 2 ms is about
+// ten loopback round trips: a waiter behind for that long is behind because
+// owners keep re-taking the lock, and handing it over (one push) is then
+// also faster than waking it to try again (a push and an acquire).
+const StarvationThreshold = 2 * time.Millisecond
 
 // CheckLease validates a lease-like duration.
 func CheckLease(what string, d time.Duration) error {

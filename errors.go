@@ -53,6 +53,11 @@ var (
 	// taken by another owner. It comes with ErrNotHeld.
 	ErrLockGone = lockerr.Gone
 
+	// ErrNotReplicated is returned by an acquire made WithSyncReplicas when
+	// fewer replicas than asked confirmed the lock in time: the lock was
+	// given back, nothing is held.
+	ErrNotReplicated = lockerr.NotReplicated
+
 	// ErrCapacityMismatch is returned by a semaphore call from a handle
 	// made with a number of permits other than the capacity the semaphore
 	// is in use with (the permits of the handles holding permits now);

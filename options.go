@@ -56,6 +56,33 @@ func WithFencing() LockOption {
 	return func(c *core.LockConfig) { c.Fencing = true }
 }
 
+// WithSyncReplicas makes every new hold wait until n replicas of the
+// lock's master have it: after an acquire, the handle sends WAIT n timeout
+// on the connection that sent it (on a Cluster, to the lock's node). If
+// fewer than n confirm within timeout, the lock is given back at once and
+// Lock and TryLock return an error matching ErrNotReplicated (Lock does
+// not keep trying: replicas that are not there will not appear by
+// waiting; retry at a higher level). A renewal by the watchdog moves the
+// holder's local deadline only once n replicas confirmed it, so a holder
+// whose replicas are gone loses the hold at its local deadline. A grant
+// pushed by a release is taken by an attempt (one more round trip), which
+// waits for the replicas too.
+//
+// It narrows the window in which a failover can let two owners in: a
+// replica promoted right after a grant has the lock. It does not close
+// it: WAIT is not consensus (a replica that acknowledged can still lose
+// the write in a later failover or restart, and Redis replication stays
+// asynchronous), and it cannot help against split brain. n must be at
+// least 1 and timeout lie in [1ms, 1m]. Not available on a go-redis Ring.
+func WithSyncReplicas(n int, timeout time.Duration) LockOption {
+	return func(c *core.LockConfig) {
+		c.SyncReplicas, c.SyncTimeout = n, timeout
+		if err := core.CheckSyncReplicas(n, timeout); err != nil && c.Err == nil {
+			c.Err = err
+		}
+	}
+}
+
 // WithHeartbeat sets how long a waiter of this handle keeps its place in
 // its lock's queue without showing it is alive (default 5s), for every lock
 // type (the fair lock's queue, the mutex and reentrant locks' hand-over

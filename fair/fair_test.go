@@ -473,6 +473,8 @@ func TestShortHeartbeatKeepsPlace(t *testing.T) { locktest.ShortHeartbeatKeepsPl
 
 func TestNoRecordsWithoutResends(t *testing.T) { locktest.NoRecordsWithoutResends(t, kind) }
 
+func TestSyncReplicas(t *testing.T) { locktest.SyncReplicas(t, kind) }
+
 // TestMixedHeartbeats: a waiter with a short heartbeat leaves; the queue
 // must still live as long as the longest heartbeat of the waiters in it,
 // so an earlier waiter with a long heartbeat keeps its place.

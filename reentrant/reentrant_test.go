@@ -509,3 +509,5 @@ func TestStaleGrant(t *testing.T) { locktest.StaleGrant(t, kind) }
 func TestShortHeartbeatKeepsPlace(t *testing.T) { locktest.ShortHeartbeatKeepsPlace(t, kind) }
 
 func TestNoRecordsWithoutResends(t *testing.T) { locktest.NoRecordsWithoutResends(t, kind) }
+
+func TestSyncReplicas(t *testing.T) { locktest.SyncReplicas(t, kind) }

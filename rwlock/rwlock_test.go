@@ -1122,6 +1122,8 @@ func TestShortHeartbeatKeepsPlace(t *testing.T) { sides(t, locktest.ShortHeartbe
 
 func TestNoRecordsWithoutResends(t *testing.T) { sides(t, locktest.NoRecordsWithoutResends) }
 
+func TestSyncReplicas(t *testing.T) { sides(t, locktest.SyncReplicas) }
+
 // TestReadersDoNotSpin: a reader held back by a queued writer that died
 // (its entry still live, the lock free) waits on its timer, not in a loop
 // of attempts (review: 301 commands in 500 ms), and the free lock is

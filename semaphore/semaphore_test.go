@@ -950,3 +950,5 @@ func TestStaleGrant(t *testing.T) { locktest.StaleGrant(t, sem1) }
 func TestShortHeartbeatKeepsPlace(t *testing.T) { locktest.ShortHeartbeatKeepsPlace(t, sem1) }
 
 func TestNoRecordsWithoutResends(t *testing.T) { locktest.NoRecordsWithoutResends(t, sem1) }
+
+func TestSyncReplicas(t *testing.T) { locktest.SyncReplicas(t, sem1) }

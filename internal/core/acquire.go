@@ -82,6 +82,13 @@ func (c *call) Attempt(ctx context.Context) (bool, time.Duration, error) {
 	h := c.h
 	h.mu.Lock()
 	defer h.unlock()
+	if h.Cfg.SyncReplicas > 0 {
+		// The acquire and its WAIT go over one connection.
+		if err := h.pin(ctx); err != nil {
+			return false, 0, h.errorf(c.op, err)
+		}
+		defer h.unpin()
+	}
 	h.syncLostLocked()
 	if err := h.settleLocked(ctx); err != nil {
 		return false, 0, err
@@ -120,6 +127,13 @@ func (c *call) Attempt(ctx context.Context) (bool, time.Duration, error) {
 			// client closed: give it back, as x/sync's semaphore does.
 			h.abortLocked(ctx, r)
 			return false, 0, gerr
+		}
+		if h.Cfg.SyncReplicas > 0 {
+			if err := h.waitReplicas(ctx); err != nil {
+				// Not safe against a failover yet: given back at once.
+				h.abortLocked(ctx, r)
+				return false, 0, h.errorf(c.op, err)
+			}
 		}
 		h.grantedLocked(r, c.begin, start, res[1], 0)
 		return true, 0, nil
@@ -181,7 +195,9 @@ func (c *call) accept(ctx context.Context, data string) bool {
 	fence, ferr := strconv.ParseInt(f, 10, 64)
 	us, uerr := strconv.ParseInt(u, 10, 64)
 	claim := h.proto.Claim()
-	if ferr != nil || uerr != nil || us <= c.refusedUs || c.asked.IsZero() || h.sent != c.sent ||
+	// With WithSyncReplicas a grant is taken only by an attempt, which
+	// waits for the replicas on its own connection.
+	if ferr != nil || uerr != nil || us <= c.refusedUs || c.asked.IsZero() || h.sent != c.sent || h.Cfg.SyncReplicas > 0 ||
 		c.gaveUp(ctx) != nil || h.lost != nil || !h.held.Zero() ||
 		time.Since(c.asked) >= claim-watchdog.Drift(claim) {
 		return false
@@ -210,6 +226,7 @@ func (h *Holder) grantedLocked(r *Request, begin, start time.Time, fence int64, 
 	if h.held.Zero() {
 		h.hold = watchdog.NewHold(h.Keys.Lock, h.watchKind, h.Token)
 		h.hold.Aux = h.watchAux
+		h.hold.Replicas, h.hold.ReplicaWait = h.Cfg.SyncReplicas, h.Cfg.SyncTimeout
 		h.last = h.hold
 		h.since = time.Now()
 		if h.E.Observing() {

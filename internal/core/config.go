@@ -16,6 +16,10 @@ type LockConfig struct {
 	// Heartbeat is how long a fair-lock waiter stays queued without
 	// showing it is alive; 0 means the default.
 	Heartbeat time.Duration
+	// SyncReplicas is how many replicas must confirm a grant or a renewal
+	// (WAIT) within SyncTimeout; 0 means none are waited for.
+	SyncReplicas int
+	SyncTimeout  time.Duration
 
 	// Err records the first invalid option, reported by the first call.
 	Err error

@@ -120,7 +120,7 @@ func (p *exclusive) fencing() int {
 func (p *exclusive) Acquire(ctx context.Context, r *Request) ([]int64, error) {
 	o := p.o
 	if r.First && p.scripts.SetNX && !o.Cfg.Fencing && r.Held[Units] == 0 {
-		ok, err := o.E.RDB.SetNX(ctx, o.Keys.Lock, o.Token, o.Lease()).Result()
+		ok, err := o.scripter().SetNX(ctx, o.Keys.Lock, o.Token, o.Lease()).Result()
 		if err != nil {
 			return nil, err
 		}

@@ -25,8 +25,9 @@ type Owner struct {
 
 	// err is the constructor-time error (bad client, name or option),
 	// returned by every call.
-	err error
-	seq uint64 // request ids; guarded by the handle's mutex
+	err  error
+	seq  uint64      // request ids; guarded by the handle's mutex
+	conn *redis.Conn // pinned for WithSyncReplicas during an attempt; guarded likewise
 }
 
 // NewOwner validates its arguments and returns the owner; an invalid
@@ -54,6 +55,9 @@ func NewOwner(c any, kind, name string, opts []func(*LockConfig)) Owner {
 		o.err = cfg.Err
 	default:
 		o.err = CheckName(name)
+	}
+	if o.err == nil && cfg.SyncReplicas > 0 {
+		o.err = syncSupported(o.E.RDB)
 	}
 	return o
 }
@@ -128,7 +132,7 @@ func (o *Owner) AbortRecordTTL() int64 { return min(o.Lease(), MaxRecordTTL).Mil
 
 // Run runs script with the owner's Redis client.
 func (o *Owner) Run(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
-	return s.Run(ctx, o.E.RDB, keys, args...)
+	return s.Run(ctx, o.scripter(), keys, args...)
 }
 
 // Cleanup returns a context for work that must be done even though the

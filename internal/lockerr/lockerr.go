@@ -20,6 +20,7 @@ var (
 	Closed        = errors.New("relock: client closed")
 	Expired       = errors.New("relock: lease expired")
 	Gone          = errors.New("relock: lock gone or taken by another owner")
+	NotReplicated = errors.New("relock: lock not confirmed by enough replicas")
 	// CapacityMismatch: a semaphore handle's permits differ from those of
 	// the handles using the semaphore.
 	CapacityMismatch = errors.New("relock: semaphore capacity mismatch")

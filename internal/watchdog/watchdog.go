@@ -55,6 +55,12 @@ type Hold struct {
 	Kind  string // KindString, KindHash, KindRW or KindSemaphore
 	Token string // the owner token
 
+	// Replicas, if > 0, is how many replicas must confirm each renewal
+	// (WAIT on the renewal's connection, within ReplicaWait) before it
+	// moves the hold's local deadline (relock.WithSyncReplicas).
+	Replicas    int
+	ReplicaWait time.Duration
+
 	// OnLost, if set, is called when the watchdog itself declares the
 	// hold lost (its deadline passed, a renewal found the lock gone, the
 	// watchdog closed), from the goroutine that found out and without any
@@ -441,8 +447,25 @@ func (w *Watchdog) round(claimsOnly bool) bool {
 	// take that long (many holds, a slow server), and at least a period.
 	ctx, cancel := context.WithTimeout(w.ctx, max(w.period, time.Second, time.Until(latest)))
 	defer cancel()
-	batches := group(due, w.shardOf)
-	cmds := make([]*redis.Cmd, len(batches))
+	var plain, synced []*Hold
+	for _, h := range due {
+		if h.Replicas > 0 {
+			synced = append(synced, h)
+		} else {
+			plain = append(plain, h)
+		}
+	}
+	all := group(plain, w.shardOf)
+	nplain := len(all)
+	all = append(all, group(synced, w.shardOf)...)
+	allCmds := make([]*redis.Cmd, len(all))
+	acks := make([]int64, len(all)) // replicas that confirmed a synced batch
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.renewSynced(ctx, all[nplain:], allCmds[nplain:], acks[nplain:])
+	}()
+	batches, cmds := all[:nplain], allCmds[:nplain]
 	_, perr := w.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, b := range batches {
 			cmds[i] = renewCmd(ctx, p, b, false)
@@ -461,10 +484,20 @@ func (w *Watchdog) round(claimsOnly bool) bool {
 		})
 	}
 
+	<-done
+	batches, cmds = all, allCmds
 	failed := 0
 	var firstErr error
 	w.mu.Lock()
 	for i, b := range batches {
+		if cmds[i] == nil {
+			// A synced batch whose node could not be had: unconfirmed.
+			failed += len(b)
+			if firstErr == nil {
+				firstErr = fmt.Errorf("watchdog: no node for a renewal that replicas must confirm")
+			}
+			continue
+		}
 		res, err := cmds[i].Int64Slice()
 		if err == nil && len(res) != len(b) {
 			err = fmt.Errorf("watchdog: renewal reply of %d holds for %d", len(res), len(b))
@@ -479,6 +512,15 @@ func (w *Watchdog) round(claimsOnly bool) bool {
 		for j, h := range b {
 			if !h.active {
 				continue // released meanwhile: the outcome does not matter
+			}
+			if res[j] == 1 && acks[i] < int64(h.Replicas) {
+				// Extended at the master, not confirmed by enough replicas:
+				// the deadline stays, and the renewal is retried soon.
+				failed++
+				if firstErr == nil {
+					firstErr = fmt.Errorf("watchdog: %d of %d replicas confirmed a renewal", acks[i], h.Replicas)
+				}
+				continue
 			}
 			if res[j] == 1 {
 				h.claim = false
@@ -497,6 +539,60 @@ func (w *Watchdog) round(claimsOnly bool) bool {
 		w.onRoundFailed(failed, firstErr)
 	}
 	return failed == 0
+}
+
+// renewSynced renews the batches of holds that need replicas to confirm:
+// each batch (one shard) on a connection of its node, followed there by
+// WAIT for the most replicas and the longest timeout any of its holds
+// asks; it fills in each batch's renewal command and how many replicas
+// confirmed. A batch whose node cannot be had keeps a nil command.
+func (w *Watchdog) renewSynced(ctx context.Context, batches [][]*Hold, cmds []*redis.Cmd, acks []int64) {
+	var wg sync.WaitGroup
+	for i, b := range batches {
+		node := w.node(ctx, b[0].Key)
+		if node == nil {
+			continue
+		}
+		n, t := 0, time.Duration(0)
+		for _, h := range b {
+			n, t = max(n, h.Replicas), max(t, h.ReplicaWait)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var wait *redis.Cmd
+			exec := func(eval bool) error {
+				_, err := node.Pipelined(ctx, func(p redis.Pipeliner) error {
+					cmds[i] = renewCmd(ctx, p, b, eval)
+					wait = p.Do(ctx, "WAIT", n, t.Milliseconds())
+					return nil
+				})
+				return err
+			}
+			if err := exec(false); err != nil && isNoScript(err) {
+				_ = exec(true)
+			}
+			acks[i], _ = wait.Int64()
+		}()
+	}
+	wg.Wait()
+}
+
+// node returns the client of the node that serves key: the client itself
+// on a single server, the master of key's slot on a Cluster; nil when it
+// cannot be had (WithSyncReplicas refuses a Ring).
+func (w *Watchdog) node(ctx context.Context, key string) *redis.Client {
+	switch c := w.rdb.(type) {
+	case *redis.Client:
+		return c
+	case *redis.ClusterClient:
+		n, err := c.MasterForKey(ctx, key)
+		if err != nil {
+			return nil
+		}
+		return n
+	}
+	return nil
 }
 
 // renewCmd renews (or claims) every hold of b to the lease round noted.

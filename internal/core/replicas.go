@@ -1,0 +1,97 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/internal/lockerr"
+)
+
+// Replica acknowledgement (relock.WithSyncReplicas): after an acquire, the
+// handle sends WAIT numreplicas timeout on the connection that sent the
+// acquire, so that the lock is only used once that many replicas have it.
+// Redis's WAIT counts the replicas that acknowledged every write the
+// connection made so far; a script's writes are replicated as one unit.
+
+// MaxSyncTimeout bounds WithSyncReplicas's timeout (WAIT blocks the
+// connection, and the handle's lock calls, for up to that long).
+const MaxSyncTimeout = time.Minute
+
+// CheckSyncReplicas validates WithSyncReplicas's arguments.
+func CheckSyncReplicas(n int, timeout time.Duration) error {
+	switch {
+	case n < 1:
+		return fmt.Errorf("%w: sync replicas %d, want at least 1", lockerr.InvalidOption, n)
+	case timeout < time.Millisecond || timeout > MaxSyncTimeout:
+		return fmt.Errorf("%w: sync replicas timeout %v outside [1ms, %v]", lockerr.InvalidOption, timeout, MaxSyncTimeout)
+	}
+	return nil
+}
+
+// syncSupported says why rdb cannot serve WithSyncReplicas, or nil: WAIT
+// must reach the connection (the node) that sent the acquire, which a
+// Ring does not let a caller choose.
+func syncSupported(rdb redis.UniversalClient) error {
+	if _, ok := rdb.(*redis.Ring); ok {
+		return fmt.Errorf("%w: WithSyncReplicas is not supported on a go-redis Ring", lockerr.InvalidOption)
+	}
+	return nil
+}
+
+// pin gives the handle one connection, to the node that serves its lock,
+// until unpin: the acquire and its WAIT go over it.
+func (o *Owner) pin(ctx context.Context) error {
+	var node *redis.Client
+	switch c := o.E.RDB.(type) {
+	case *redis.ClusterClient:
+		var err error
+		if node, err = c.MasterForKey(ctx, o.Keys.Lock); err != nil {
+			return err
+		}
+	case *redis.Client:
+		node = c
+	default:
+		return syncSupported(o.E.RDB)
+	}
+	o.conn = node.Conn()
+	return nil
+}
+
+func (o *Owner) unpin() {
+	if o.conn != nil {
+		_ = o.conn.Close()
+		o.conn = nil
+	}
+}
+
+// waitReplicas asks the pinned connection's node to wait for the
+// replicas, and returns an error matching lockerr.NotReplicated when fewer
+// than asked confirmed in time.
+func (o *Owner) waitReplicas(ctx context.Context) error {
+	n, t := o.Cfg.SyncReplicas, o.Cfg.SyncTimeout
+	cmd := redis.NewIntCmd(ctx, "WAIT", n, t.Milliseconds())
+	_ = o.conn.Process(ctx, cmd)
+	got, err := cmd.Result()
+	if err != nil {
+		return fmt.Errorf("%w: WAIT: %w", lockerr.NotReplicated, err)
+	}
+	if got < int64(n) {
+		return fmt.Errorf("%w: %d of %d replicas confirmed within %v", lockerr.NotReplicated, got, n, t)
+	}
+	return nil
+}
+
+// scripter is what the owner's commands go through: its pinned connection
+// while it has one, else its Redis client.
+func (o *Owner) scripter() interface {
+	redis.Scripter
+	SetNX(ctx context.Context, key string, value any, expiration time.Duration) *redis.BoolCmd
+} {
+	if o.conn != nil {
+		return o.conn
+	}
+	return o.E.RDB
+}

@@ -1,0 +1,87 @@
+package locktest
+
+import (
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock"
+	"github.com/relock-go/relock/internal/redistest"
+)
+
+// masterWithReplica starts a master and one replica of it, of t's own,
+// and returns a go-redis client on the master and the replica (to crash).
+func masterWithReplica(t *testing.T) (*redis.Client, *redistest.Managed) {
+	t.Helper()
+	// No delay before the first sync (Redis waits 5 s for more replicas).
+	master := redistest.StartManaged(t, "", "--repl-diskless-sync-delay", "0")
+	host, port, err := net.SplitHostPort(master.Addr)
+	require.NoError(t, err)
+	replica := redistest.StartManaged(t, "", "--replicaof", host, port)
+	rdb := master.Client(t)
+	require.Eventually(t, func() bool {
+		info := rdb.Info(testCtx(t), "replication").Val()
+		return strings.Contains(info, "connected_slaves:1") && strings.Contains(info, "state=online")
+	}, 10*time.Second, 20*time.Millisecond, "the replica never came online")
+	// Right after its first sync a replica acknowledges late: wait until it
+	// confirms a write.
+	require.Eventually(t, func() bool {
+		c := rdb.Conn()
+		defer c.Close()
+		c.Set(testCtx(t), "relock-test:warm-up", 1, time.Minute)
+		wait := redis.NewIntCmd(testCtx(t), "WAIT", 1, 100)
+		_ = c.Process(testCtx(t), wait)
+		return wait.Val() == 1
+	}, 10*time.Second, time.Millisecond, "the replica never confirmed a write")
+	return rdb, replica
+}
+
+// SyncReplicas checks relock.WithSyncReplicas on a real master with one
+// replica: a hold waits for it; asking more replicas than there are, or
+// with the replica gone, the acquire fails with ErrNotReplicated and
+// leaves no lock; a held lock whose replica goes away is lost at its local
+// deadline (renewals are no longer confirmed).
+func SyncReplicas(t *testing.T, k Kind) {
+	redistest.RunReal(t, func(t *testing.T, _ *redistest.Server) {
+		ctx := testCtx(t)
+		rdb, replica := masterWithReplica(t)
+		c := relock.New(rdb, relock.WithWatchdogTimeout(900*time.Millisecond))
+		t.Cleanup(func() { _ = c.Close() })
+		name := redistest.Name(t)
+		h := k.New(c, name, relock.WithSyncReplicas(1, 500*time.Millisecond))
+		require.NoError(t, h.Lock(ctx), "one replica, one asked")
+		assert.True(t, h.Held())
+		time.Sleep(time.Second) // renewals confirmed by the replica keep it
+		assert.True(t, h.Held(), "a hold whose renewals the replica confirms was lost")
+		require.NoError(t, h.Unlock(ctx))
+
+		greedy := k.New(c, name, relock.WithSyncReplicas(2, 100*time.Millisecond))
+		err := greedy.Lock(ctx)
+		assert.ErrorIs(t, err, relock.ErrNotReplicated, "two replicas asked, one there")
+		ok, err := greedy.TryLock(ctx)
+		assert.False(t, ok)
+		assert.ErrorIs(t, err, relock.ErrNotReplicated)
+		assert.Zero(t, rdb.Exists(ctx, k.Key(name)).Val(), "a lock the replicas did not confirm was left")
+
+		// A held lock whose replica goes away: renewals no longer count.
+		require.NoError(t, h.Lock(ctx))
+		require.NoError(t, replica.Crash())
+		select {
+		case <-h.Lost():
+			assert.ErrorIs(t, h.LostErr(), relock.ErrLeaseExpired)
+		case <-time.After(5 * time.Second):
+			t.Fatal("a hold whose renewals no replica confirms was not lost")
+		}
+		assert.ErrorIs(t, h.Unlock(ctx), relock.ErrNotHeld)
+
+		// And a new acquire fails, leaving nothing.
+		h2 := k.New(c, name+".2", relock.WithSyncReplicas(1, 100*time.Millisecond))
+		assert.ErrorIs(t, h2.Lock(ctx), relock.ErrNotReplicated, "the replica is gone")
+		assert.Zero(t, rdb.Exists(ctx, k.Key(name+".2")).Val(), "a lock the replicas did not confirm was left")
+	})
+}

@@ -1,6 +1,7 @@
 package relock
 
 import (
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -38,10 +39,16 @@ const (
 	// deadline is lost (EventLost). Kind, Name and Owner are empty: one
 	// round renews the holds of every lock.
 	EventRenewalFailed
+	// EventPushUnavailable: Redis refused the Client's subscription to
+	// wake-ups (a user without channel rights, a proxy without pub/sub):
+	// from then on waiters poll on their timers (at most a second apart,
+	// or WithPolling's interval). Once per Client; Err says what Redis
+	// answered. Kind, Name and Owner are empty.
+	EventPushUnavailable
 )
 
 // String returns the event type's name: "acquired", "released", "failed",
-// "lost" or "renewal-failed".
+// "lost", "renewal-failed" or "push-unavailable".
 func (t EventType) String() string { return core.EventType(t).String() }
 
 // Event is something that happened to a hold, as given to an observer
@@ -84,6 +91,23 @@ func WithObserver(f func(Event)) Option {
 			f(Event{Type: EventType(e.Type), Kind: e.Kind, Name: e.Name, Mode: e.Mode, Owner: e.Owner,
 				Wait: e.Wait, Held: e.Held, Err: e.Err, Holds: e.Holds})
 		})
+	}
+}
+
+// WithPolling makes the Client's waiters poll instead of subscribing to
+// pushed wake-ups: a waiting Lock tries again every d (or sooner, when the
+// holder's lease ends), like Redisson's spin lock. Use it when the Redis
+// user has no channel rights or a proxy between relock and Redis does not
+// carry pub/sub; grants made on release are then found by the next poll.
+// Without it relock notices a refused subscription by itself (once:
+// EventPushUnavailable) and falls back to polling about once a second. d
+// must lie in [1ms, 1m].
+func WithPolling(d time.Duration) Option {
+	return func(c *clientConfig) {
+		c.Poll = d
+		if (d < time.Millisecond || d > time.Minute) && c.err == nil {
+			c.err = fmt.Errorf("%w: polling interval %v outside [1ms, 1m]", ErrInvalidOption, d)
+		}
 	}
 }
 

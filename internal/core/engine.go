@@ -29,7 +29,8 @@ type Engine struct {
 	// invalid options); every lock operation returns it.
 	Err error
 
-	obs *observers // nil when nobody observes: the lock path skips events
+	obs  *observers    // nil when nobody observes: the lock path skips events
+	poll time.Duration // > 0: waits poll instead of subscribing
 
 	// Resends reports whether the Redis client may send a command again
 	// after its reply timed out (go-redis's MaxRetries, a Cluster's
@@ -49,6 +50,9 @@ type Config struct {
 	// Logger logs losses, failed renewal rounds and failed acquires, and
 	// observers that panic (relock.WithLogger).
 	Logger *slog.Logger
+	// Poll, if > 0, makes waits poll every Poll instead of subscribing
+	// to pushed wake-ups (relock.WithPolling).
+	Poll time.Duration
 }
 
 // DefaultWatchdogLease is Redisson's default lockWatchdogTimeout.
@@ -90,6 +94,10 @@ func NewEngine(rdb redis.UniversalClient, cfg Config, cfgErr error) *Engine {
 	}
 	e.WD = watchdog.New(rdb, cfg.WatchdogLease, roundFailed)
 	e.Hub = notify.New(rdb)
+	e.poll = cfg.Poll
+	e.Hub.OnRefused = func(err error) {
+		e.Emit(Event{Type: EventPushUnavailable, Err: err})
+	}
 	return e
 }
 

@@ -19,6 +19,7 @@ const (
 	EventFailed
 	EventLost
 	EventRenewalFailed
+	EventPushUnavailable
 )
 
 // Event is what core reports to observers; relock.Event documents the
@@ -73,6 +74,8 @@ func (t EventType) String() string {
 		return "lost"
 	case EventRenewalFailed:
 		return "renewal-failed"
+	case EventPushUnavailable:
+		return "push-unavailable"
 	}
 	return fmt.Sprintf("EventType(%d)", int(t))
 }

@@ -18,6 +18,9 @@ func logEvents(l *slog.Logger) func(Event) {
 				"mode", ev.Mode, "held", ev.Held, "err", ev.Err)
 		case EventRenewalFailed:
 			l.Warn("relock: renewal round failed, retrying", "holds", ev.Holds, "err", ev.Err)
+		case EventPushUnavailable:
+			l.Warn("relock: wake-ups cannot be pushed, waiters poll (give the Redis user channel rights &relock:*, or use relock.WithPolling)",
+				"err", ev.Err)
 		case EventFailed:
 			if errors.Is(ev.Err, context.Canceled) || errors.Is(ev.Err, context.DeadlineExceeded) {
 				return

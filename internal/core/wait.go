@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/relock-go/relock/internal/lockerr"
+	"github.com/relock-go/relock/internal/notify"
 )
 
 // MaxWait caps every timed wait between acquire attempts. Wake-ups are
@@ -67,26 +68,34 @@ func (e *Engine) Wait(ctx context.Context, spec WaitSpec, w Waiter) error {
 	if ok {
 		return nil
 	}
-	// Without a subscription (the hub could not open its connection, e.g.
-	// a Ring shard is down) the waiter still waits, on its timer alone: a
-	// nil channel never fires.
+	// Without a subscription (a polling Client; the hub could not open its
+	// connection, e.g. a Ring shard is down; Redis refuses subscriptions)
+	// the waiter still waits, on its timer alone: a nil channel never
+	// fires.
 	var wake <-chan struct{}
-	sub, err := e.Hub.Subscribe(ctx, spec.Channel, w.Addr())
-	if err != nil {
-		if gerr := lockerr.CtxGaveUp(ctx); gerr != nil {
-			return giveUp(gerr)
+	var sub *notify.Sub
+	if e.poll == 0 {
+		var err error
+		sub, err = e.Hub.Subscribe(ctx, spec.Channel, w.Addr())
+		if err != nil {
+			if gerr := lockerr.CtxGaveUp(ctx); gerr != nil {
+				return giveUp(gerr)
+			}
+			if uerr := e.Usable(); uerr != nil {
+				return giveUp(lockerr.GaveUp(uerr))
+			}
+		} else {
+			defer sub.Close()
+			wake = sub.C
 		}
-		if uerr := e.Usable(); uerr != nil {
-			return giveUp(lockerr.GaveUp(uerr))
-		}
-	} else {
-		defer sub.Close()
-		wake = sub.C
 	}
 
 	capWait := MaxWait
 	if spec.MaxWait > 0 {
 		capWait = spec.MaxWait
+	}
+	if e.poll > 0 {
+		capWait = min(capWait, e.poll)
 	}
 	timer := time.NewTimer(0)
 	if !timer.Stop() {

@@ -208,6 +208,10 @@ func (h *Hub) receive(c *conn, ps *redis.PubSub) {
 			if h.ctx.Err() != nil {
 				return // closed
 			}
+			if isRefusal(err) {
+				h.refuse(err)
+				continue
+			}
 			var nerr interface{ Timeout() bool }
 			if errors.As(err, &nerr) && nerr.Timeout() {
 				_ = ps.Ping(h.ctx)

@@ -48,8 +48,10 @@ package notify
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -112,6 +114,13 @@ type Hub struct {
 	chans     map[string]*channel
 	closed    bool
 	closeErrs []error
+
+	// OnRefused, if set before the first Subscribe, is called once, from
+	// the receiving goroutine, when Redis refuses a subscription (an ACL
+	// user without channel rights, a proxy without pub/sub): from then on
+	// Subscribe fails at once and waiters rely on their timers.
+	OnRefused func(err error)
+	refused   atomic.Pointer[error]
 }
 
 type channel struct {
@@ -193,6 +202,9 @@ func (h *Hub) Shard(channel string) string { return h.route.of(channel) }
 // Errors name no channel (a fair waiter's channel carries its owner
 // token), only the Ring shard.
 func (h *Hub) Subscribe(ctx context.Context, name, addr string) (*Sub, error) {
+	if err := h.refusal(); err != nil {
+		return nil, err
+	}
 	shardName := h.route.of(name)
 	if h.route.state() == shard.Changed {
 		return nil, errChanged
@@ -483,4 +495,47 @@ func (ch *channel) wakeAll() {
 		default:
 		}
 	}
+}
+
+// ErrRefused is what Subscribe returns once Redis has refused a
+// subscription: wake-ups cannot be pushed to this client.
+var ErrRefused = errors.New("notify: Redis refuses subscriptions (no channel rights?): waiters poll")
+
+// refusal returns why Subscribe cannot work any more, or nil.
+func (h *Hub) refusal() error {
+	if p := h.refused.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// refuse takes note that Redis refused a subscription with err: every
+// waiter stops waiting for a confirmation, later ones do not subscribe,
+// and OnRefused is told, once.
+func (h *Hub) refuse(err error) {
+	rerr := fmt.Errorf("%w (%v)", ErrRefused, err)
+	if !h.refused.CompareAndSwap(nil, &rerr) {
+		return
+	}
+	h.mu.Lock()
+	for _, ch := range h.chans {
+		ch.markReady(rerr)
+	}
+	h.mu.Unlock()
+	if h.OnRefused != nil {
+		h.OnRefused(rerr)
+	}
+}
+
+// isRefusal reports whether err is Redis refusing a subscription rather
+// than a broken connection: an ACL denial, or a server or proxy without
+// the command.
+func isRefusal(err error) bool {
+	var rerr redis.Error
+	if !errors.As(err, &rerr) {
+		return false
+	}
+	msg := err.Error()
+	return strings.HasPrefix(msg, "NOPERM") || strings.Contains(msg, "unknown command") ||
+		strings.Contains(msg, "not allowed")
 }

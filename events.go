@@ -101,12 +101,15 @@ func WithObserver(f func(Event)) Option {
 // carry pub/sub; grants made on release are then found by the next poll.
 // Without it relock notices a refused subscription by itself (once:
 // EventPushUnavailable) and falls back to polling about once a second. d
-// must lie in [1ms, 1m].
+// must lie in [1ms, 1s]: a waiter never waits longer than a second
+// between attempts anyway (a queued waiter keeps its place alive, a
+// pushed grant must be taken within its short claim lease), so a longer
+// interval would change nothing.
 func WithPolling(d time.Duration) Option {
 	return func(c *clientConfig) {
 		c.Poll = d
-		if (d < time.Millisecond || d > time.Minute) && c.err == nil {
-			c.err = fmt.Errorf("%w: polling interval %v outside [1ms, 1m]", ErrInvalidOption, d)
+		if (d < time.Millisecond || d > core.MaxWait) && c.err == nil {
+			c.err = fmt.Errorf("%w: polling interval %v outside [1ms, %v]", ErrInvalidOption, d, core.MaxWait)
 		}
 	}
 }

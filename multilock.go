@@ -103,7 +103,7 @@ func (m *Multi) Lock(ctx context.Context) error {
 	if m.err != nil {
 		return fmt.Errorf("multilock: lock: %w", m.err)
 	}
-	if err := m.settle(ctx); err != nil {
+	if err := m.settle(ctx, true); err != nil {
 		return fmt.Errorf("multilock: lock: %w", err)
 	}
 	for i, l := range m.locks {
@@ -123,7 +123,7 @@ func (m *Multi) TryLock(ctx context.Context) (bool, error) {
 	if m.err != nil {
 		return false, fmt.Errorf("multilock: trylock: %w", m.err)
 	}
-	if err := m.settle(ctx); err != nil {
+	if err := m.settle(ctx, true); err != nil {
 		return false, fmt.Errorf("multilock: trylock: %w", err)
 	}
 	for i, l := range m.locks {
@@ -144,12 +144,13 @@ func (m *Multi) TryLock(ctx context.Context) (bool, error) {
 // Unlock returned: ErrNotHeld for a part that was lost, say). Without a
 // hold it returns an error matching ErrNotHeld. A part whose Unlock
 // failed with an unknown outcome (a network error) stays held by the
-// Multi: calling Unlock again repeats only that part's request.
+// Multi: calling Unlock again repeats only that part's request, and so
+// does a Lock or TryLock before it takes anything.
 func (m *Multi) Unlock(ctx context.Context) error {
 	if m.err != nil {
 		return fmt.Errorf("multilock: unlock: %w", m.err)
 	}
-	if err := m.settle(ctx); err != nil {
+	if err := m.settle(ctx, false); err != nil {
 		return fmt.Errorf("multilock: unlock: %w", err)
 	}
 	m.mu.Lock()
@@ -291,11 +292,13 @@ func (m *Multi) giveBack(ctx context.Context, n int, err error) error {
 // giveBackTimeout bounds the release of parts taken by a failed Lock.
 const giveBackTimeout = 5 * time.Second
 
-// settle repeats the releases that giveBack could not confirm; it returns
+// settle repeats the releases that giveBack could not confirm and, with
+// unlocks (before a Lock or TryLock), those of an Unlock that failed for
+// some parts only (they count one hold more than the others); it returns
 // an error if one still cannot be confirmed, and the caller then sends
 // nothing else (a part's next request would otherwise be mistaken for
 // the repeat, or the repeat release a new hold).
-func (m *Multi) settle(ctx context.Context) error {
+func (m *Multi) settle(ctx context.Context, unlocks bool) error {
 	m.mu.Lock()
 	var owed []int
 	for i, o := range m.owed {
@@ -313,5 +316,40 @@ func (m *Multi) settle(ctx context.Context) error {
 		m.owed[i] = false
 		m.mu.Unlock()
 	}
+	for unlocks {
+		m.mu.Lock()
+		i := m.outstanding()
+		if i < 0 {
+			m.endIfFree()
+			m.mu.Unlock()
+			return nil
+		}
+		m.held[i]--
+		m.mu.Unlock()
+		if err := m.locks[i].Unlock(ctx); err != nil && !errors.Is(err, lockerr.NotHeld) {
+			m.mu.Lock()
+			m.held[i]++
+			m.mu.Unlock()
+			return fmt.Errorf("a release owed since a failed unlock: %w", err)
+		}
+	}
 	return nil
+}
+
+// outstanding returns the last part, in canonical order, that counts more
+// holds than another part (its release in an Unlock failed), or -1. The
+// caller holds m.mu.
+func (m *Multi) outstanding() int {
+	low, top := m.held[0], m.held[0]
+	for _, n := range m.held {
+		low, top = min(low, n), max(top, n)
+	}
+	if low == top {
+		return -1
+	}
+	for i := len(m.held) - 1; ; i-- {
+		if m.held[i] == top {
+			return i
+		}
+	}
 }

@@ -363,6 +363,44 @@ func TestMultiLockUnlockRetried(t *testing.T) {
 	})
 }
 
+// TestMultiLockAfterFailedUnlock: a Lock after an Unlock that failed for
+// one part (its reply lost) first completes that Unlock; the Multi then
+// holds each part once, and its next Unlock frees both (review: the part
+// was counted twice, the other part stayed held for good and every later
+// Lock failed with ErrAlreadyHeld).
+func TestMultiLockAfterFailedUnlock(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := testCtx(t)
+		faults := &redistest.Faults{}
+		c1, rdb1 := redistest.NewClient(t, s)
+		rdb1.AddHook(faults)
+		c2, _ := redistest.NewClient(t, s)
+		c3, _ := redistest.NewClient(t, s)
+		p := redistest.Name(t)
+		a, b := mutex.New(c1, p+".a"), mutex.New(c2, p+".b")
+		m := relock.MultiLock(a, b)
+		require.NoError(t, m.Lock(ctx))
+		require.NoError(t, m.Unlock(ctx)) // loads the scripts
+		for _, try := range []bool{false, true} {
+			require.NoError(t, m.Lock(ctx))
+			faults.LoseReplies(true) // a's release runs, its reply is lost
+			require.ErrorIs(t, m.Unlock(ctx), redistest.ErrInjected)
+			faults.LoseReplies(false)
+			if try {
+				ok, err := m.TryLock(ctx)
+				require.NoError(t, err)
+				require.True(t, ok)
+			} else {
+				require.NoError(t, m.Lock(ctx))
+			}
+			require.NoError(t, m.Unlock(ctx))
+			assert.True(t, free(t, c3, a), "a stays held")
+			assert.True(t, free(t, c3, b), "b stays held")
+			assert.ErrorIs(t, m.Unlock(ctx), relock.ErrNotHeld)
+		}
+	})
+}
+
 func TestMultiLockBadInput(t *testing.T) {
 	ctx := context.Background()
 	s := &redistest.Server{Addr: "127.0.0.1:1"} // never dialled: input is checked first

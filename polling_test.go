@@ -43,7 +43,7 @@ func TestPolling(t *testing.T) {
 }
 
 func TestPollingBadInterval(t *testing.T) {
-	for _, d := range []time.Duration{0, -time.Second, time.Hour} {
+	for _, d := range []time.Duration{0, -time.Second, time.Second + time.Millisecond, time.Hour} {
 		c := relock.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), relock.WithPolling(d))
 		assert.ErrorIs(t, c.Err(), relock.ErrInvalidOption, "WithPolling(%v)", d)
 		_ = c.Close()

@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 		waitForever(spec) // the child process of TestKilledWaiter
 		return
 	}
-	os.Exit(redistest.Main(m))
+	os.Exit(redistest.MainCluster(m))
 }
 
 // lease is the watchdog timeout of the tests' clients: short, so request
@@ -277,6 +277,7 @@ func TestCancelledHeadWakesNext(t *testing.T) {
 
 func TestKilledWaiter(t *testing.T) {
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		s.SingleOnly(t, "the waiter process connects to one address")
 		ctx := context.Background()
 		const heartbeat = time.Second
 		c := newClient(t, s)
@@ -442,7 +443,7 @@ var kind = locktest.Kind{
 	Key:       base,
 	Reentrant: true,
 	Type:      "fair",
-	Tokens: func(ctx context.Context, rdb *redis.Client, name string) []string {
+	Tokens: func(ctx context.Context, rdb redis.UniversalClient, name string) []string {
 		return rdb.HKeys(ctx, base(name)).Val()
 	},
 }
@@ -471,9 +472,9 @@ func TestStaleGrant(t *testing.T) { locktest.StaleGrant(t, kind) }
 
 func TestShortHeartbeatKeepsPlace(t *testing.T) { locktest.ShortHeartbeatKeepsPlace(t, kind) }
 
-func TestNoRecordsWithoutResends(t *testing.T) { locktest.NoRecordsWithoutResends(t, kind) }
-
 func TestSyncReplicas(t *testing.T) { locktest.SyncReplicas(t, kind) }
+
+func TestPartialReleaseResentLate(t *testing.T) { locktest.PartialReleaseResentLate(t, kind) }
 
 // TestMixedHeartbeats: a waiter with a short heartbeat leaves; the queue
 // must still live as long as the longest heartbeat of the waiters in it,
@@ -529,3 +530,11 @@ func TestMixedHeartbeats(t *testing.T) {
 		assertNothingLeft(t, s, name)
 	})
 }
+
+// TestACL runs the shared behaviours as a Redis user with exactly the
+// documented ACL rules (redistest.ACLRules).
+func TestACL(t *testing.T) { locktest.ACL(t, kind) }
+
+func TestClusterNames(t *testing.T) { locktest.ClusterNames(t, kind) }
+
+func TestClusterWakeUps(t *testing.T) { locktest.ClusterWakeUps(t, kind) }

@@ -36,9 +36,14 @@
 // unknown: calling it again (with the same count, for TrySetCount) on the
 // same handle repeats the same request, which Redis answers as it did the
 // first time; any other TrySetCount or CountDown of the handle first
-// repeats it, so it is applied once and never forgotten. Each handle has
-// a request record key, relock:latch:{name}:r:<token>, that lives a few
-// seconds.
+// repeats it, so it is applied once. Each handle has a request record
+// key, relock:latch:{name}:r:<token>, that Redis keeps min(TTL, 15 s)
+// after the request ran, so the handle repeats a request only within
+// three quarters of that time after it first sent it. A call after that
+// returns an error matching ErrOutcomeUnknown and sends nothing: the
+// earlier request may or may not have been applied, and no one can tell
+// any more (a count-down that counts twice would open the latch early).
+// The handle forgets that request; its next call is a new one.
 //
 // # Limits
 //
@@ -73,6 +78,12 @@ const DefaultTTL = 24 * time.Hour
 // MaxCount is the largest count TrySetCount accepts.
 const MaxCount = math.MaxInt32
 
+// ErrOutcomeUnknown is returned by a TrySetCount or CountDown that finds
+// an earlier request of its handle whose outcome is unknown (its call
+// returned a network error) and too old to be repeated safely (see
+// "Unknown outcomes"). Nothing was sent; the next call is a new request.
+var ErrOutcomeUnknown = errors.New("latch: outcome of an earlier request unknown, too late to repeat it")
+
 // Latch is a handle on a named count-down latch. Handles are
 // interchangeable: any handle of the name may set, count down or wait.
 //
@@ -89,8 +100,9 @@ type Latch struct {
 
 // request is a TrySetCount (n > 0) or CountDown (n == 0) sent to Redis.
 type request struct {
-	id string
-	n  int
+	id    string
+	n     int
+	until time.Time // repeat it only before this: its record may be gone after
 }
 
 // New returns a handle on the latch called name. It never fails: an
@@ -153,6 +165,10 @@ func (l *Latch) CountDown(ctx context.Context) error {
 func (l *Latch) send(ctx context.Context, n int) (int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if p := l.pending; p != nil && !time.Now().Before(p.until) {
+		l.pending = nil
+		return 0, ErrOutcomeUnknown
+	}
 	if p := l.pending; p != nil && p.n != n {
 		if _, err := l.run(ctx, p); err != nil {
 			return 0, err
@@ -160,7 +176,10 @@ func (l *Latch) send(ctx context.Context, n int) (int64, error) {
 	}
 	r := l.pending
 	if r == nil {
-		r = &request{id: l.o.NextRequest(), n: n}
+		// The record lives recordTTL after the script ran, which is after
+		// now; a repeat must reach Redis before that, so keep a margin.
+		ttl := time.Duration(l.recordTTL()) * time.Millisecond
+		r = &request{id: l.o.NextRequest(), n: n, until: time.Now().Add(ttl * 3 / 4)}
 	}
 	return l.run(ctx, r)
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/relock-go/relock/latch"
 )
 
-func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(redistest.MainCluster(m)) }
 
 var newClient = redistest.NewClient
 
@@ -318,6 +318,46 @@ func TestLostReplyRepeatsRequest(t *testing.T) {
 	})
 }
 
+// TestOutcomeUnknownTooLate: a count-down whose reply was lost is not
+// repeated once its request record may have expired (it could count
+// twice): the late call fails with ErrOutcomeUnknown, sends nothing, and
+// the call after it is a new count-down.
+func TestOutcomeUnknownTooLate(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := testCtx(t)
+		faults := &redistest.Faults{}
+		c, rdb := newClient(t, s)
+		rdb.AddHook(faults)
+		name := redistest.Name(t)
+		l := latch.New(c, name, relock.WithLease(2*time.Second)) // records live 2 s
+		other := latch.New(c, name)
+		require.True(t, trySet(t, l, 4))
+		require.NoError(t, l.CountDown(ctx)) // 3; the script is loaded
+
+		faults.LoseReplies(true)
+		require.ErrorIs(t, l.CountDown(ctx), redistest.ErrInjected) // 2
+		faults.LoseReplies(false)
+		time.Sleep(1600 * time.Millisecond) // past 3/4 of the record's 2 s
+		err := l.CountDown(ctx)
+		require.ErrorIs(t, err, latch.ErrOutcomeUnknown)
+		assert.Contains(t, err.Error(), name)
+		assert.Equal(t, 2, count(t, other), "the late call counted down")
+		require.NoError(t, l.CountDown(ctx), "the next call, a new count-down")
+		assert.Equal(t, 1, count(t, other))
+
+		// The same for a TrySetCount.
+		require.NoError(t, l.CountDown(ctx))
+		faults.LoseReplies(true)
+		_, err = l.TrySetCount(ctx, 2)
+		require.ErrorIs(t, err, redistest.ErrInjected)
+		faults.LoseReplies(false)
+		time.Sleep(1600 * time.Millisecond)
+		_, err = l.TrySetCount(ctx, 2)
+		require.ErrorIs(t, err, latch.ErrOutcomeUnknown)
+		assert.False(t, trySet(t, l, 2), "the count is set (by the request whose reply was lost)")
+	})
+}
+
 func TestStalledServerRetries(t *testing.T) {
 	redistest.RunReal(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
@@ -393,4 +433,31 @@ func TestBadInput(t *testing.T) {
 		assert.ErrorIs(t, err, relock.ErrInvalidOption, "TrySetCount(%d)", n)
 	}
 	assert.False(t, errors.Is(latch.New(c, "a}b{c").CountDown(ctx), relock.ErrInvalidName))
+}
+
+// TestACL: as a Redis user with exactly the documented ACL rules
+// (redistest.ACLRules), a latch is set, read and counted down, and its
+// waiters are woken by the push of the count-down that opens it.
+func TestACL(t *testing.T) {
+	redistest.RunACL(t, func(t *testing.T) {
+		redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+			ctx := testCtx(t)
+			c, _ := newClient(t, s)
+			name := redistest.Name(t)
+			l := latch.New(c, name)
+			require.True(t, trySet(t, l, 2))
+			assert.False(t, trySet(t, l, 2), "a second TrySetCount while a count is set")
+			w := waitAsync(ctx, latch.New(c, name))
+			time.Sleep(200 * time.Millisecond)
+			require.NoError(t, l.CountDown(ctx))
+			assert.Equal(t, 1, count(t, l))
+			pending(t, w, "a wait at count 1")
+			opened := time.Now()
+			require.NoError(t, l.CountDown(ctx))
+			r := await(t, w, 3*time.Second, "the wait")
+			require.NoError(t, r.err)
+			assert.Less(t, r.at.Sub(opened), 300*time.Millisecond, "the waiter was not woken by the count-down")
+			assert.Empty(t, latchKeys(t, s, name))
+		})
+	})
 }

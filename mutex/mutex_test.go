@@ -19,7 +19,7 @@ import (
 	"github.com/relock-go/relock/mutex"
 )
 
-func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(redistest.MainCluster(m)) }
 
 var newClient = redistest.NewClient
 
@@ -441,7 +441,7 @@ var kind = locktest.Kind{
 	},
 	Key:  func(name string) string { return "relock:mutex:{" + name + "}" },
 	Type: "mutex",
-	Tokens: func(ctx context.Context, rdb *redis.Client, name string) []string {
+	Tokens: func(ctx context.Context, rdb redis.UniversalClient, name string) []string {
 		v, err := rdb.Get(ctx, "relock:mutex:{"+name+"}").Result()
 		if err != nil {
 			return nil
@@ -475,6 +475,14 @@ func TestStaleGrant(t *testing.T) { locktest.StaleGrant(t, kind) }
 
 func TestShortHeartbeatKeepsPlace(t *testing.T) { locktest.ShortHeartbeatKeepsPlace(t, kind) }
 
-func TestNoRecordsWithoutResends(t *testing.T) { locktest.NoRecordsWithoutResends(t, kind) }
-
 func TestSyncReplicas(t *testing.T) { locktest.SyncReplicas(t, kind) }
+
+// TestACL runs the shared behaviours as a Redis user with exactly the
+// documented ACL rules (redistest.ACLRules).
+func TestACL(t *testing.T) { locktest.ACL(t, kind) }
+
+func TestClusterNames(t *testing.T) { locktest.ClusterNames(t, kind) }
+
+func TestClusterWakeUps(t *testing.T) { locktest.ClusterWakeUps(t, kind) }
+
+func TestClusterFailover(t *testing.T) { locktest.ClusterFailover(t, kind) }

@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 		holdForever(spec) // the child process of TestKilledHolder
 		return
 	}
-	os.Exit(redistest.Main(m))
+	os.Exit(redistest.MainCluster(m))
 }
 
 var newClient = redistest.NewClient
@@ -238,13 +238,14 @@ func TestNoRenewalAfterFinalUnlock(t *testing.T) {
 		// A 30 ms watchdog renews every 10 ms, so renewals are in flight
 		// around many of the unlocks below; none may revive the lock.
 		// miniredis runs Lua far slower (a first call parses the script,
-		// tens of ms under -race): 150 ms there.
+		// tens of ms under -race), and a cluster client's first renewals
+		// load the cluster's state: 150 ms there.
 		ctx := context.Background()
 		lease := 30 * time.Millisecond
-		if !s.Real() {
+		if !s.Real() || s.Cluster != nil {
 			lease = 150 * time.Millisecond
 		}
-		c, _ := newClient(t, s, relock.WithWatchdogTimeout(lease))
+		c, rdb := newClient(t, s, relock.WithWatchdogTimeout(lease))
 		name := redistest.Name(t)
 		l := reentrant.New(c, name)
 		for i := 0; i < 100; i++ {
@@ -252,7 +253,7 @@ func TestNoRenewalAfterFinalUnlock(t *testing.T) {
 			require.NoError(t, l.Lock(ctx))
 			require.NoError(t, l.Unlock(ctx))
 			require.NoError(t, l.Unlock(ctx))
-			n, err := s.Client(t).Exists(ctx, key(name)).Result()
+			n, err := rdb.Exists(ctx, key(name)).Result()
 			require.NoError(t, err)
 			require.Zero(t, n, "lock exists after the final unlock (cycle %d)", i)
 		}
@@ -277,6 +278,7 @@ func TestCrashedHolderClientClosed(t *testing.T) {
 func TestKilledHolder(t *testing.T) {
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
+		s.SingleOnly(t, "the holder process connects to one address")
 		const lease = 500 * time.Millisecond
 		name := redistest.Name(t)
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -479,7 +481,7 @@ var kind = locktest.Kind{
 	Key:       key,
 	Reentrant: true,
 	Type:      "reentrant",
-	Tokens: func(ctx context.Context, rdb *redis.Client, name string) []string {
+	Tokens: func(ctx context.Context, rdb redis.UniversalClient, name string) []string {
 		return rdb.HKeys(ctx, key(name)).Val()
 	},
 }
@@ -508,6 +510,14 @@ func TestStaleGrant(t *testing.T) { locktest.StaleGrant(t, kind) }
 
 func TestShortHeartbeatKeepsPlace(t *testing.T) { locktest.ShortHeartbeatKeepsPlace(t, kind) }
 
-func TestNoRecordsWithoutResends(t *testing.T) { locktest.NoRecordsWithoutResends(t, kind) }
-
 func TestSyncReplicas(t *testing.T) { locktest.SyncReplicas(t, kind) }
+
+func TestPartialReleaseResentLate(t *testing.T) { locktest.PartialReleaseResentLate(t, kind) }
+
+// TestACL runs the shared behaviours as a Redis user with exactly the
+// documented ACL rules (redistest.ACLRules).
+func TestACL(t *testing.T) { locktest.ACL(t, kind) }
+
+func TestClusterNames(t *testing.T) { locktest.ClusterNames(t, kind) }
+
+func TestClusterWakeUps(t *testing.T) { locktest.ClusterWakeUps(t, kind) }

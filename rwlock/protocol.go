@@ -76,7 +76,7 @@ func (p *protocol) Abort(ctx context.Context, r *core.Request) error {
 	o := p.o
 	// A hold the abort could not undo expires within a lease (the
 	// handle's next acquire from zero holds also drops it).
-	return o.Run(ctx, scripts.RWAbort, p.keys, o.Token, r.ID, o.AbortRecordTTL(), o.Keys.Channel,
+	return o.Run(ctx, scripts.RWAbort, p.keys, o.Token, r.ID, o.RecordTTL(), o.Keys.Channel,
 		kindOf(r.Class), r.Held[core.Read], r.Held[core.Write]).Err()
 }
 

@@ -22,7 +22,7 @@ import (
 	"github.com/relock-go/relock/rwlock"
 )
 
-func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(redistest.MainCluster(m)) }
 
 var newClient = redistest.NewClient
 
@@ -1086,7 +1086,7 @@ func newWriter(c *relock.Client, name string, opts ...relock.LockOption) locktes
 	return rwlock.New(c, name, opts...)
 }
 
-func rwTokens(ctx context.Context, rdb *redis.Client, name string) []string {
+func rwTokens(ctx context.Context, rdb redis.UniversalClient, name string) []string {
 	return rdb.ZRange(ctx, lockKey(name)+":owners", 0, -1).Val()
 }
 
@@ -1120,9 +1120,9 @@ func TestStaleGrant(t *testing.T) { sides(t, locktest.StaleGrant) }
 
 func TestShortHeartbeatKeepsPlace(t *testing.T) { sides(t, locktest.ShortHeartbeatKeepsPlace) }
 
-func TestNoRecordsWithoutResends(t *testing.T) { sides(t, locktest.NoRecordsWithoutResends) }
-
 func TestSyncReplicas(t *testing.T) { sides(t, locktest.SyncReplicas) }
+
+func TestPartialReleaseResentLate(t *testing.T) { sides(t, locktest.PartialReleaseResentLate) }
 
 // TestReadersDoNotSpin: a reader held back by a queued writer that died
 // (its entry still live, the lock free) waits on its timer, not in a loop
@@ -1161,6 +1161,10 @@ func TestNoPublishWithoutWaiters(t *testing.T) {
 		name := redistest.Name(t)
 		c, rdb := newClient(t, s)
 		sub := rdb.Subscribe(ctx, lockKey(name))
+		if cc, ok := rdb.(*redis.ClusterClient); ok {
+			_ = sub.Close()
+			sub = cc.SSubscribe(ctx, lockKey(name)) // a cluster's releases SPUBLISH
+		}
 		defer sub.Close()
 		_, err := sub.Receive(ctx)
 		require.NoError(t, err)
@@ -1192,4 +1196,18 @@ func TestNoPublishWithoutWaiters(t *testing.T) {
 		}
 		require.NoError(t, r.RUnlock(ctx))
 	})
+}
+
+// TestACL runs the shared behaviours, on both sides, as a Redis user with
+// exactly the documented ACL rules (redistest.ACLRules).
+func TestACL(t *testing.T) { sides(t, locktest.ACL) }
+
+func TestClusterNames(t *testing.T) {
+	t.Run("read", func(t *testing.T) { locktest.ClusterNames(t, reader) })
+	t.Run("write", func(t *testing.T) { locktest.ClusterNames(t, writer) })
+}
+
+func TestClusterWakeUps(t *testing.T) {
+	t.Run("read", func(t *testing.T) { locktest.ClusterWakeUps(t, reader) })
+	t.Run("write", func(t *testing.T) { locktest.ClusterWakeUps(t, writer) })
 }

@@ -61,7 +61,7 @@ func (p *protocol) Release(ctx context.Context, r *core.Request) (int64, error) 
 
 func (p *protocol) Abort(ctx context.Context, r *core.Request) error {
 	o := p.o
-	return o.Run(ctx, scripts.SemAbort, p.keys, o.Token, r.ID, o.AbortRecordTTL(), o.Keys.Channel,
+	return o.Run(ctx, scripts.SemAbort, p.keys, o.Token, r.ID, o.RecordTTL(), o.Keys.Channel,
 		r.Held[core.Units], p.permits).Err()
 }
 

@@ -205,14 +205,16 @@ func (s *Semaphore) Available(ctx context.Context) (int, error) {
 // holders learn it at their watchdog's next renewal (within a third of
 // the watchdog timeout; with a fixed lease, at their local deadline):
 // their Lost channels fire and their releases return an error matching
-// relock.ErrNotHeld.
+// relock.ErrNotHeld. A handle made with another capacity than the one in
+// use gets an error matching relock.ErrCapacityMismatch, and nothing is
+// changed.
 func (s *Semaphore) ForceRelease(ctx context.Context) (bool, error) {
 	if err := s.check("force-release", 1, false); err != nil {
 		return false, err
 	}
 	n, err := s.h.Run(ctx, scripts.SemForceRelease, s.p.queries, s.p.permits, s.h.Keys.Channel).Int()
 	if err != nil {
-		return false, s.errorf("force-release", err)
+		return false, s.errorf("force-release", s.p.mismatch(err))
 	}
 	return n == 1, nil
 }

@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 		holdForever(spec) // the child process of TestKilledHolder
 		return
 	}
-	os.Exit(redistest.Main(m))
+	os.Exit(redistest.MainCluster(m))
 }
 
 var newClient = redistest.NewClient
@@ -184,6 +184,9 @@ func TestCapacityMismatch(t *testing.T) {
 		assert.ErrorIs(t, err, relock.ErrCapacityMismatch)
 		_, err = five.Available(ctx)
 		assert.ErrorIs(t, err, relock.ErrCapacityMismatch)
+		forced, err := five.ForceRelease(ctx)
+		assert.ErrorIs(t, err, relock.ErrCapacityMismatch, "a force-release with another capacity")
+		assert.False(t, forced)
 		assert.Zero(t, five.Held())
 		assert.Equal(t, 2, available(t, three), "a refused handle changed the semaphore")
 
@@ -483,7 +486,7 @@ func TestFixedLeaseLapses(t *testing.T) {
 func TestWatchdogKeepsPermits(t *testing.T) {
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
-		const lease = 200 * time.Millisecond
+		const lease = 400 * time.Millisecond
 		c, rdb := newClient(t, s, relock.WithWatchdogTimeout(lease))
 		name := redistest.Name(t)
 		a, b := semaphore.New(c, name, 2), semaphore.New(c, name, 2)
@@ -564,6 +567,7 @@ func TestGrantThenGiveUpKeepsEarlierPermits(t *testing.T) {
 		// waiter at once.
 		ctx := testCtx(t)
 		c, _ := newClient(t, s)
+		s.SingleOnly(t, "a proxy in front of one address")
 		proxy := redistest.NewProxy(t, s.Addr)
 		wrdb := redis.NewClient(&redis.Options{Addr: proxy.Addr})
 		t.Cleanup(func() { _ = wrdb.Close() })
@@ -610,6 +614,7 @@ func TestDeadWaiterLeavesNothing(t *testing.T) {
 		ctx := testCtx(t)
 		const hb = 400 * time.Millisecond
 		c, _ := newClient(t, s)
+		s.SingleOnly(t, "a proxy in front of one address")
 		proxy := redistest.NewProxy(t, s.Addr)
 		drdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, ReadTimeout: 100 * time.Millisecond, MaxRetries: -1})
 		t.Cleanup(func() { _ = drdb.Close() })
@@ -889,7 +894,7 @@ var sem1 = locktest.Kind{
 	Key:    key,
 	Type:   "semaphore",
 	Grants: true,
-	Tokens: func(ctx context.Context, rdb *redis.Client, name string) []string {
+	Tokens: func(ctx context.Context, rdb redis.UniversalClient, name string) []string {
 		return rdb.ZRange(ctx, key(name)+":owners", 0, -1).Val()
 	},
 }
@@ -949,6 +954,127 @@ func TestStaleGrant(t *testing.T) { locktest.StaleGrant(t, sem1) }
 
 func TestShortHeartbeatKeepsPlace(t *testing.T) { locktest.ShortHeartbeatKeepsPlace(t, sem1) }
 
-func TestNoRecordsWithoutResends(t *testing.T) { locktest.NoRecordsWithoutResends(t, sem1) }
-
 func TestSyncReplicas(t *testing.T) { locktest.SyncReplicas(t, sem1) }
+
+// TestACL runs the shared behaviours as a Redis user with exactly the
+// documented ACL rules (redistest.ACLRules).
+func TestACL(t *testing.T) { locktest.ACL(t, sem1) }
+
+func TestPartialReleaseResentLate(t *testing.T) {
+	// Two permits of two, given back one at a time; the other handle asks
+	// for two: it must not get them while one is still held.
+	side := func(n int) func(c *relock.Client, name string, opts ...relock.LockOption) locktest.Handle {
+		return func(c *relock.Client, name string, opts ...relock.LockOption) locktest.Handle {
+			s := semaphore.New(c, name, 2, opts...)
+			return locktest.Side{
+				Queries:     queries{s: s, c: c},
+				LockFunc:    func(ctx context.Context) error { return s.Acquire(ctx, n) },
+				TryLockFunc: func(ctx context.Context) (bool, error) { return s.TryAcquire(ctx, n) },
+				UnlockFunc:  func(ctx context.Context) error { return s.Release(ctx, n) },
+				LostFunc:    s.Lost,
+				HeldFunc:    func() bool { return s.Held() > 0 },
+				LostErrFunc: s.LostErr,
+			}
+		}
+	}
+	k := sem1
+	k.New, k.Waiter, k.Reentrant = side(1), side(2), true
+	locktest.PartialReleaseResentLate(t, k)
+}
+
+// TestPartialReleaseRetriedWithoutResends: with go-redis's retries off, a
+// partial Release whose reply was lost is called again (as documented):
+// it succeeds, the handle keeps the rest, and nothing is reported lost.
+func TestPartialReleaseRetriedWithoutResends(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := testCtx(t)
+		faults := &redistest.Faults{}
+		rdb := s.Client(t, func(o *redis.Options) { o.MaxRetries = -1 })
+		rdb.AddHook(faults)
+		c := relock.New(rdb)
+		t.Cleanup(func() { _ = c.Close() })
+		name := redistest.Name(t)
+		sem, other := semaphore.New(c, name, 4), semaphore.New(c, name, 4)
+		require.NoError(t, sem.Acquire(ctx, 2)) // loads the scripts
+		require.NoError(t, sem.Release(ctx, 1))
+		require.NoError(t, sem.Release(ctx, 1))
+		require.NoError(t, sem.Acquire(ctx, 3))
+		faults.LoseReplies(true)
+		require.ErrorIs(t, sem.Release(ctx, 1), redistest.ErrInjected)
+		faults.LoseReplies(false)
+		require.NoError(t, sem.Release(ctx, 1), "the Release called again")
+		assert.Equal(t, 2, sem.Held())
+		assert.Equal(t, 2, available(t, other))
+		select {
+		case <-sem.Lost():
+			t.Errorf("permits reported lost (%v) while Redis counts 2 for the handle", sem.LostErr())
+		default:
+		}
+		require.NoError(t, sem.Release(ctx, 2))
+		assert.Empty(t, semKeys(t, s, name))
+	})
+}
+
+// TestLateTryAcquireGivesBack: with go-redis's retries off, a TryAcquire
+// that Redis applies after its ctx ended (writes paused) gives its
+// permits back.
+func TestLateTryAcquireGivesBack(t *testing.T) {
+	redistest.RunReal(t, func(t *testing.T, s *redistest.Server) {
+		ctx := testCtx(t)
+		rdb := s.Client(t, func(o *redis.Options) { o.MaxRetries = -1 })
+		c := relock.New(rdb)
+		t.Cleanup(func() { _ = c.Close() })
+		admin := s.Admin(t)
+		name := redistest.Name(t)
+		sem := semaphore.New(c, name, 3)
+		require.NoError(t, sem.Acquire(ctx, 1)) // loads the scripts
+		require.NoError(t, sem.Release(ctx, 1))
+		require.NoError(t, admin.Do(ctx, "CLIENT", "PAUSE", 300, "WRITE").Err())
+		wctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		ok, err := sem.TryAcquire(wctx, 2)
+		cancel()
+		require.False(t, ok)
+		require.ErrorIs(t, err, relock.ErrNotObtained)
+		time.Sleep(400 * time.Millisecond)
+		assert.Equal(t, 3, available(t, sem), "a TryAcquire that landed after its ctx ended kept its permits")
+	})
+}
+
+// TestForceReleaseLosesFormerHolder: after ForceRelease, the queue's head
+// may be a waiting call of a former holder, granted fewer permits than the
+// handle counted; when that call gives up, the handle's permits are lost
+// at the next renewal (it must not go on believing it holds 3 while
+// another handle takes what the capacity allows).
+func TestForceReleaseLosesFormerHolder(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := testCtx(t)
+		ch, _ := redistest.NewClient(t, s, relock.WithPolling(time.Second), relock.WithWatchdogTimeout(900*time.Millisecond))
+		co, _ := redistest.NewClient(t, s)
+		name := redistest.Name(t)
+		h := semaphore.New(ch, name, 4, relock.WithHeartbeat(20*time.Second))
+		o, op, o2 := semaphore.New(co, name, 4), semaphore.New(co, name, 4), semaphore.New(co, name, 4)
+		require.NoError(t, h.Acquire(ctx, 3))
+		require.NoError(t, o.Acquire(ctx, 1))
+		wctx, cancel := context.WithCancel(ctx)
+		done := async(func() error { return h.Acquire(wctx, 2) })
+		time.Sleep(150 * time.Millisecond) // h's call is queued; its next poll is ~1 s away
+		forced, err := op.ForceRelease(ctx)
+		require.NoError(t, err)
+		require.True(t, forced)
+		cancel()
+		await(t, done, 2*time.Second, "h's cancelled Acquire")
+		select {
+		case <-h.Lost():
+			assert.ErrorIs(t, h.LostErr(), relock.ErrLockGone)
+		case <-time.After(2 * time.Second):
+			t.Fatal("the force-released holder was not told")
+		}
+		ok, err := o2.TryAcquire(ctx, 2)
+		require.NoError(t, err)
+		assert.True(t, ok)
+	})
+}
+
+func TestClusterNames(t *testing.T) { locktest.ClusterNames(t, sem1) }
+
+func TestClusterWakeUps(t *testing.T) { locktest.ClusterWakeUps(t, sem1) }

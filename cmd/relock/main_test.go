@@ -169,7 +169,7 @@ func noTokens(t *testing.T, sc *scene, outs ...result) {
 
 // fill sets n keys prefix0, prefix1... (MSET, 1000 at a time), deleted at
 // the end of t.
-func fill(t *testing.T, rdb *redis.Client, prefix string, n int) {
+func fill(t *testing.T, rdb redis.UniversalClient, prefix string, n int) {
 	t.Helper()
 	ctx := context.Background()
 	for i := 0; i < n; i += 1000 {
@@ -186,7 +186,7 @@ func fill(t *testing.T, rdb *redis.Client, prefix string, n int) {
 
 // queueTokens returns the tokens of the queue of the lock with keys k, in
 // order (entries are "<token>|<wait id>|<claim ms>|<fencing>").
-func queueTokens(ctx context.Context, rdb *redis.Client, k core.Keys) []string {
+func queueTokens(ctx context.Context, rdb redis.UniversalClient, k core.Keys) []string {
 	var out []string
 	for _, e := range rdb.ZRange(ctx, k.Queue, 0, -1).Val() {
 		tok, _, _ := strings.Cut(e, "|")

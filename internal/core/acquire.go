@@ -247,6 +247,7 @@ func (h *Holder) grantedLocked(r *Request, begin, start time.Time, fence int64, 
 		h.fence[r.Class] = fence
 	}
 	h.held[r.Class] += r.N
+	h.needLocked(h.held)
 	var lost bool
 	if claim > 0 {
 		lost = h.E.WD.Claim(h.hold, start, claim, h.Lease(), h.Watched())

@@ -31,12 +31,9 @@ type Engine struct {
 
 	obs  *observers    // nil when nobody observes: the lock path skips events
 	poll time.Duration // > 0: waits poll instead of subscribing
-
-	// Resends reports whether the Redis client may send a command again
-	// after its reply timed out (go-redis's MaxRetries, a Cluster's
-	// MaxRedirects): then scripts keep request records, so that a second
-	// run answers as the first did.
-	Resends bool
+	// sharded: a Redis Cluster's client, whose scripts publish wake-ups
+	// with SPUBLISH (the hub subscribes with SSUBSCRIBE on each master).
+	sharded bool
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -67,7 +64,7 @@ const (
 // NewEngine returns an engine for rdb, or one whose Err says why it cannot
 // work. A usable engine has started its watchdog goroutine.
 func NewEngine(rdb redis.UniversalClient, cfg Config, cfgErr error) *Engine {
-	e := &Engine{RDB: rdb, closed: make(chan struct{}), Resends: resends(rdb)}
+	e := &Engine{RDB: rdb, closed: make(chan struct{})}
 	switch {
 	case isNil(rdb):
 		e.Err = lockerr.NilClient
@@ -95,6 +92,7 @@ func NewEngine(rdb redis.UniversalClient, cfg Config, cfgErr error) *Engine {
 	e.WD = watchdog.New(rdb, cfg.WatchdogLease, roundFailed)
 	e.Hub = notify.New(rdb)
 	e.poll = cfg.Poll
+	e.sharded = e.Hub.Sharded()
 	e.Hub.OnRefused = func(err error) {
 		e.Emit(Event{Type: EventPushUnavailable, Err: err})
 	}
@@ -131,6 +129,10 @@ func (e *Engine) Emit(ev Event) {
 
 // Closed is closed when Close has been called.
 func (e *Engine) Closed() <-chan struct{} { return e.closed }
+
+// Polling is the interval at which waits poll instead of subscribing
+// (relock.WithPolling), or 0 when they subscribe to pushed wake-ups.
+func (e *Engine) Polling() time.Duration { return e.poll }
 
 // Usable returns why the engine cannot serve a lock operation, or nil.
 func (e *Engine) Usable() error {
@@ -177,22 +179,6 @@ func isNil(rdb redis.UniversalClient) bool {
 		return c == nil
 	}
 	return false
-}
-
-// resends reports whether rdb may resend a command whose reply timed out:
-// go-redis does so up to MaxRetries times (a Cluster: MaxRedirects times
-// too), unless retries are disabled (MaxRetries -1, which go-redis keeps as
-// 0 in the options it returns).
-func resends(rdb redis.UniversalClient) bool {
-	switch c := rdb.(type) {
-	case *redis.Client:
-		return c != nil && c.Options().MaxRetries > 0
-	case *redis.ClusterClient:
-		return c != nil && (c.Options().MaxRetries > 0 || c.Options().MaxRedirects > 0)
-	case *redis.Ring:
-		return c != nil && c.Options().MaxRetries > 0
-	}
-	return true
 }
 
 // IsRedisError reports whether err is an error reply from Redis (the

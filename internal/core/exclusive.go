@@ -14,7 +14,7 @@ import (
 // waiter deadlines) and these ARGV:
 //
 //	acquire  token, lease ms, request, count, fencing, record ms, block, heartbeat ms, wait id, claim ms, channel, starve ms
-//	release  token, request, lease ms, record ms, channel, final, starve ms
+//	release  token, request, lease ms, record ms, channel, count left, starve ms
 //	abort    token, request, record ms, channel, count before, starve ms
 //	leave    token, wait id, count, channel, claim ms, fencing, starve ms
 //
@@ -139,17 +139,14 @@ func (p *exclusive) Acquire(ctx context.Context, r *Request) ([]int64, error) {
 
 func (p *exclusive) Release(ctx context.Context, r *Request) (int64, error) {
 	o := p.o
-	final := 0
-	if r.Final() {
-		final = 1
-	}
+	left := r.Left()[Units]
 	return o.Run(ctx, p.scripts.Release, p.keys, o.Token, r.ID, o.Lease().Milliseconds(), o.RecordTTL(),
-		p.ext.Push, final, StarvationThreshold.Milliseconds()).Int64()
+		p.ext.Push, left, StarvationThreshold.Milliseconds()).Int64()
 }
 
 func (p *exclusive) Abort(ctx context.Context, r *Request) error {
 	o := p.o
-	return o.Run(ctx, p.scripts.Abort, p.keys, o.Token, r.ID, o.AbortRecordTTL(), p.ext.Push, r.Held[Units],
+	return o.Run(ctx, p.scripts.Abort, p.keys, o.Token, r.ID, o.RecordTTL(), p.ext.Push, r.Held[Units],
 		StarvationThreshold.Milliseconds()).Err()
 }
 

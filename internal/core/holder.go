@@ -31,6 +31,15 @@ type Counts [classes]int
 // Zero reports whether no unit of any class is counted.
 func (c Counts) Zero() bool { return c == Counts{} }
 
+// Sum is the units of all classes.
+func (c Counts) Sum() int {
+	n := 0
+	for _, v := range c {
+		n += v
+	}
+	return n
+}
+
 // Request is one acquire or release, as a Protocol sends it to Redis.
 type Request struct {
 	ID    string // request id, unique per owner (for the idempotency record)
@@ -169,10 +178,23 @@ func (h *Holder) event(t EventType, class Class, err error) Event {
 // fails too, what it could not undo is not watched and expires within one
 // lease.
 func (h *Holder) abortLocked(ctx context.Context, r *Request) {
+	// Not over a pinned connection (WithSyncReplicas): after a network
+	// error or a WAIT that timed out it may be broken; the pool's are not.
+	h.unpin()
 	cctx, cancel := Cleanup(ctx)
 	defer cancel()
 	h.sent++
 	_ = h.proto.Abort(cctx, r)
+}
+
+// needLocked tells the watchdog how many units the owner must have in
+// Redis for a renewal to extend its hold: for a semaphore, the permits it
+// counts (see watchdog.SetNeed); other lock types renew any hold of the
+// owner.
+func (h *Holder) needLocked(c Counts) {
+	if h.watchKind == watchdog.KindSemaphore {
+		h.E.WD.SetNeed(h.hold, c.Sum())
+	}
 }
 
 // syncLostLocked takes note of a loss that the watchdog has declared.
@@ -264,7 +286,7 @@ func (h *Holder) releaseLocked(ctx context.Context, op string, class Class, n in
 		}
 		return h.errorf(op, err)
 	}
-	r, resent := h.pending, h.pending != nil
+	r := h.pending
 	if r == nil {
 		r = &Request{ID: h.NextRequest(), Class: class, N: n, Held: h.held, op: op}
 	}
@@ -273,6 +295,8 @@ func (h *Holder) releaseLocked(ctx context.Context, op string, class Class, n in
 		// Stop renewing before the release is sent, so no renewal can
 		// follow a completed unlock.
 		h.E.WD.Remove(h.hold)
+	} else {
+		h.needLocked(r.Left())
 	}
 	start := time.Now()
 	h.sent++
@@ -292,12 +316,6 @@ func (h *Holder) releaseLocked(ctx context.Context, op string, class Class, n in
 		return h.errorf(op, err)
 	}
 	h.pending = nil
-	if res == 0 && resent && !h.E.Resends && final {
-		// Without request records the resent release cannot tell "done
-		// by its first run" from "lost before": its first run, whose reply
-		// was lost, most likely did it, and the hold is over either way.
-		res = 1
-	}
 	if res == 0 {
 		cause := lockerr.Loss(lockerr.Gone, "lock gone, expired or taken by another owner")
 		h.loseLocked(cause)

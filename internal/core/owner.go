@@ -10,6 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/relock-go/relock/internal/lockerr"
+	"github.com/relock-go/relock/internal/scripts"
+	"github.com/relock-go/relock/internal/shard"
 )
 
 // Owner is what every lock handle is: one random 128-bit owner token on one
@@ -110,29 +112,26 @@ func (o *Owner) NextRequest() string {
 // command within about 14 s of sending it.
 const MaxRecordTTL = 15 * time.Second
 
-// RecordTTL is how long the record of an acquire or release is kept, in
-// milliseconds: long enough to cover go-redis's resends of the request,
-// and no longer than a lease, so nothing outlives the lock by more than one
-// lease. It is 0 (keep none) when the Redis client never resends a command
-// (retries disabled, see Engine.Resends): then a request runs at most
-// once, and the only cost is that an Unlock whose reply was lost, resent
-// by the handle's next call, reports ErrNotHeld instead of success (the
-// hold is over either way).
-func (o *Owner) RecordTTL() int64 {
-	if !o.E.Resends {
-		return 0
-	}
-	return o.AbortRecordTTL()
-}
+// RecordTTL is how long a request record is kept, in milliseconds: long
+// enough to cover go-redis's resends of the request, and no longer than a
+// lease, so nothing outlives the lock by more than one lease.
+//
+// Records are kept whether or not the client resends: the handle itself
+// resends a release whose reply was lost, and the abort of an acquire
+// whose outcome is unknown needs the acquire's record. (A review showed
+// that without them a resent partial release is applied twice and a late
+// acquire is not undone.)
+func (o *Owner) RecordTTL() int64 { return min(o.Lease(), MaxRecordTTL).Milliseconds() }
 
-// AbortRecordTTL is how long the record of an aborted acquire is kept,
-// always: it refuses a late execution of the abandoned request, which may
-// still be in flight whether or not the client resends.
-func (o *Owner) AbortRecordTTL() int64 { return min(o.Lease(), MaxRecordTTL).Milliseconds() }
-
-// Run runs script with the owner's Redis client.
+// Run runs script with the owner's Redis client (on a Cluster, its twin
+// that publishes wake-ups with SPUBLISH).
 func (o *Owner) Run(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
-	return s.Run(ctx, o.scripter(), keys, args...)
+	if o.E.sharded {
+		s = scripts.Sharded(s)
+	}
+	cmd := s.Run(ctx, o.scripter(), keys, args...)
+	shard.Refresh(o.E.RDB, cmd.Err()) // a node out of reach may have failed over
+	return cmd
 }
 
 // Cleanup returns a context for work that must be done even though the

@@ -72,9 +72,9 @@ func (o *Owner) unpin() {
 // than asked confirmed in time.
 func (o *Owner) waitReplicas(ctx context.Context) error {
 	n, t := o.Cfg.SyncReplicas, o.Cfg.SyncTimeout
-	cmd := redis.NewIntCmd(ctx, "WAIT", n, t.Milliseconds())
-	_ = o.conn.Process(ctx, cmd)
-	got, err := cmd.Result()
+	// go-redis's Wait reads its reply with the WAIT timeout added to the
+	// read timeout: a WAIT longer than ReadTimeout is not cut short.
+	got, err := o.conn.Wait(ctx, n, t).Result()
 	if err != nil {
 		return fmt.Errorf("%w: WAIT: %w", lockerr.NotReplicated, err)
 	}

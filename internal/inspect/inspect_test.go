@@ -263,7 +263,7 @@ func TestFairQueueWithoutLock(t *testing.T) {
 
 // queueTokens returns the tokens of the queue of the lock with keys k, in
 // order.
-func queueTokens(ctx context.Context, rdb *redis.Client, k core.Keys) []string {
+func queueTokens(ctx context.Context, rdb redis.UniversalClient, k core.Keys) []string {
 	var out []string
 	for _, e := range rdb.ZRange(ctx, k.Queue, 0, -1).Val() {
 		tok, _, _ := strings.Cut(e, "|")
@@ -274,7 +274,7 @@ func queueTokens(ctx context.Context, rdb *redis.Client, k core.Keys) []string {
 
 // queueWaiters queues waiters in the order of their names' first use:
 // token -> deadline (server ms; 0: none).
-func queueWaiters(t *testing.T, rdb *redis.Client, k core.Keys, deadlines map[string]int64) {
+func queueWaiters(t *testing.T, rdb redis.UniversalClient, k core.Keys, deadlines map[string]int64) {
 	t.Helper()
 	ctx := context.Background()
 	names := make([]string, 0, len(deadlines))
@@ -291,7 +291,7 @@ func queueWaiters(t *testing.T, rdb *redis.Client, k core.Keys, deadlines map[st
 	}
 }
 
-func serverMs(t *testing.T, rdb *redis.Client) int64 {
+func serverMs(t *testing.T, rdb redis.UniversalClient) int64 {
 	t.Helper()
 	now, err := rdb.Time(context.Background()).Result()
 	require.NoError(t, err)
@@ -481,7 +481,7 @@ func escape(s string) string {
 
 // fill sets n keys prefix0, prefix1... (MSET, 1000 at a time), deleted at
 // the end of t.
-func fill(t *testing.T, rdb *redis.Client, prefix string, n int) {
+func fill(t *testing.T, rdb redis.UniversalClient, prefix string, n int) {
 	t.Helper()
 	ctx := context.Background()
 	for i := 0; i < n; i += 1000 {

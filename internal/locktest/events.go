@@ -65,7 +65,8 @@ var fingerprint = regexp.MustCompile(`^[0-9a-f]{8}$`)
 // EventAcquired per new hold (not per re-entry) and one EventReleased or
 // EventLost at its end, EventFailed for an acquire that gave up, with the
 // kind, name, mode and owner fingerprint; the logger warns of losses and
-// of failures other than a ctx ending; no owner token anywhere.
+// of failures other than a ctx ending; no owner token anywhere, here and
+// on every failure path of NoTokens (subtest "failures").
 func Events(t *testing.T, k Kind) {
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
@@ -73,6 +74,7 @@ func Events(t *testing.T, k Kind) {
 		logger := slog.New(slog.NewTextHandler(rec, nil))
 		c, rdb := redistest.NewClient(t, s, relock.WithWatchdogTimeout(300*time.Millisecond),
 			relock.WithObserver(rec.observe), relock.WithLogger(logger))
+		admin := s.Admin(t) // reads tokens with commands relock does not send
 		name := redistest.Name(t)
 		a, b := k.New(c, name), k.waiter(c, name)
 		var tokens []string
@@ -81,7 +83,7 @@ func Events(t *testing.T, k Kind) {
 		// A hold, re-entered once if the kind allows: one acquired, one
 		// released.
 		require.NoError(t, a.Lock(ctx))
-		tokens = append(tokens, k.Tokens(ctx, rdb, name)...)
+		tokens = append(tokens, k.Tokens(ctx, admin, name)...)
 		if k.Reentrant {
 			require.NoError(t, a.Lock(ctx))
 			require.NoError(t, a.Unlock(ctx))
@@ -110,7 +112,7 @@ func Events(t *testing.T, k Kind) {
 		time.Sleep(100 * time.Millisecond)
 		require.NoError(t, a.Unlock(ctx))
 		require.NoError(t, <-got)
-		tokens = append(tokens, k.Tokens(ctx, rdb, name)...)
+		tokens = append(tokens, k.Tokens(ctx, admin, name)...)
 		require.NoError(t, b.Unlock(ctx))
 		evs = rec.take(relock.EventAcquired)
 		require.Len(t, evs, 2)
@@ -159,7 +161,7 @@ func Events(t *testing.T, k Kind) {
 
 		// Closing the Client loses what is held.
 		require.NoError(t, a.Lock(ctx))
-		tokens = append(tokens, k.Tokens(ctx, rdb, name)...)
+		tokens = append(tokens, k.Tokens(ctx, admin, name)...)
 		require.NoError(t, c.Close())
 		lost = rec.take(relock.EventLost)
 		require.Len(t, lost, 1, "lost events after Close")
@@ -187,6 +189,7 @@ func Events(t *testing.T, k Kind) {
 			assert.NotContains(t, fmt.Sprintf("%+v", rec.take()), tok, "a token in an event")
 		}
 	})
+	t.Run("failures", func(t *testing.T) { NoTokens(t, k) })
 }
 
 // ObserverPanics checks that an observer that panics neither breaks the
@@ -212,6 +215,6 @@ func ObserverPanics(t *testing.T, k Kind) {
 		require.NoError(t, b.Unlock(ctx))
 		assert.Len(t, rec.take(relock.EventAcquired, relock.EventReleased), 4, "the second observer missed events")
 		assert.True(t, strings.Contains(rec.logged(), "observer panicked"), "the panic was not logged")
-		assert.Empty(t, k.Tokens(ctx, s.Client(t), name), "the lock is left held")
+		assert.Empty(t, k.Tokens(ctx, s.Admin(t), name), "the lock is left held")
 	})
 }

@@ -82,6 +82,7 @@ func HandOff(t *testing.T, k Kind) {
 		ctx := testCtx(t)
 		c, _ := redistest.NewClient(t, s)
 		wrdb := s.Client(t)
+		admin := s.Admin(t) // reads tokens with commands relock does not send
 		cmds := &singles{}
 		wrdb.AddHook(cmds)
 		wc := relock.New(wrdb)
@@ -103,7 +104,7 @@ func HandOff(t *testing.T, k Kind) {
 				pushed++
 			}
 			assert.True(t, waiter.Held())
-			assert.Equal(t, k.Tokens(ctx, wrdb, name)[:1], k.Tokens(ctx, wrdb, name), "more than one owner")
+			assert.Equal(t, k.Tokens(ctx, admin, name)[:1], k.Tokens(ctx, admin, name), "more than one owner")
 			waitFullLease(t, holder.(Queries), core.DefaultHeartbeat/2)
 			require.NoError(t, waiter.Unlock(ctx))
 		}
@@ -120,6 +121,7 @@ func GrantLost(t *testing.T, k Kind) {
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		c, _ := redistest.NewClient(t, s)
+		s.SingleOnly(t, "a proxy in front of one address")
 		proxy := redistest.NewProxy(t, s.Addr)
 		wrdb := redis.NewClient(&redis.Options{Addr: proxy.Addr})
 		t.Cleanup(func() { _ = wrdb.Close() })
@@ -153,6 +155,7 @@ func GrantToDeadWaiter(t *testing.T, k Kind) {
 		ctx := testCtx(t)
 		const hb = time.Second // the dead waiter's claim lease: 500 ms
 		c, _ := redistest.NewClient(t, s)
+		s.SingleOnly(t, "a proxy in front of one address")
 		proxy := redistest.NewProxy(t, s.Addr)
 		drdb := redis.NewClient(&redis.Options{Addr: proxy.Addr})
 		t.Cleanup(func() { _ = drdb.Close() })
@@ -195,6 +198,7 @@ func GrantThenGiveUp(t *testing.T, k Kind) {
 			redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 				ctx := testCtx(t)
 				c, _ := redistest.NewClient(t, s)
+				s.SingleOnly(t, "a proxy in front of one address")
 				proxy := redistest.NewProxy(t, s.Addr)
 				wrdb := redis.NewClient(&redis.Options{Addr: proxy.Addr})
 				t.Cleanup(func() { _ = wrdb.Close() })
@@ -235,6 +239,7 @@ func GrantThenGiveUp(t *testing.T, k Kind) {
 // proxied returns a Client whose connections go through a proxy to s.
 func proxied(t *testing.T, s *redistest.Server) (*relock.Client, *redistest.Proxy) {
 	t.Helper()
+	s.SingleOnly(t, "a proxy in front of one address")
 	p := redistest.NewProxy(t, s.Addr)
 	rdb := redis.NewClient(&redis.Options{Addr: p.Addr})
 	t.Cleanup(func() { _ = rdb.Close() })
@@ -244,7 +249,7 @@ func proxied(t *testing.T, s *redistest.Server) (*relock.Client, *redistest.Prox
 }
 
 // waitQueued waits until n waiters are in the queue of k's lock name.
-func waitQueued(t *testing.T, rdb *redis.Client, k Kind, name string, n int64) {
+func waitQueued(t *testing.T, rdb redis.UniversalClient, k Kind, name string, n int64) {
 	t.Helper()
 	require.Eventually(t, func() bool { return rdb.ZCard(context.Background(), k.Key(name)+":queue").Val() == n },
 		3*time.Second, 2*time.Millisecond, "the queue never held %d waiters", n)

@@ -52,7 +52,7 @@ type Kind struct {
 	Waiter func(c *relock.Client, name string, opts ...relock.LockOption) Handle
 	// Tokens returns the owner tokens stored for the lock at Redis (to
 	// check that none is ever shown).
-	Tokens func(ctx context.Context, rdb *redis.Client, name string) []string
+	Tokens func(ctx context.Context, rdb redis.UniversalClient, name string) []string
 }
 
 func (k Kind) waiter(c *relock.Client, name string, opts ...relock.LockOption) Handle {

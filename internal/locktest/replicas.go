@@ -23,7 +23,7 @@ func masterWithReplica(t *testing.T) (*redis.Client, *redistest.Managed) {
 	host, port, err := net.SplitHostPort(master.Addr)
 	require.NoError(t, err)
 	replica := redistest.StartManaged(t, "", "--replicaof", host, port)
-	rdb := master.Client(t)
+	rdb := master.Node(t)
 	require.Eventually(t, func() bool {
 		info := rdb.Info(testCtx(t), "replication").Val()
 		return strings.Contains(info, "connected_slaves:1") && strings.Contains(info, "state=online")
@@ -68,15 +68,38 @@ func SyncReplicas(t *testing.T, k Kind) {
 		assert.ErrorIs(t, err, relock.ErrNotReplicated)
 		assert.Zero(t, rdb.Exists(ctx, k.Key(name)).Val(), "a lock the replicas did not confirm was left")
 
-		// A held lock whose replica goes away: renewals no longer count.
+		// A WAIT longer than the client's read timeout gets its answer (1
+		// of 2), not a read timeout.
+		opts := *rdb.Options()
+		opts.ReadTimeout = 200 * time.Millisecond
+		slow := relock.New(redis.NewClient(&opts), relock.WithWatchdogTimeout(600*time.Millisecond))
+		t.Cleanup(func() { _ = slow.Close() })
+		greedy = k.New(slow, name, relock.WithSyncReplicas(2, 700*time.Millisecond))
+		err = greedy.Lock(ctx)
+		require.ErrorIs(t, err, relock.ErrNotReplicated)
+		assert.Contains(t, err.Error(), "1 of 2 replicas confirmed", "the WAIT was cut short")
+
+		// Held locks whose replica goes away: renewals no longer count, and
+		// the watchdog's WAITs (900 ms) do not hold up the renewals of a
+		// plain hold with a shorter lease (600 ms).
 		require.NoError(t, h.Lock(ctx))
+		synced := k.New(slow, name+".s", relock.WithSyncReplicas(1, 900*time.Millisecond))
+		plain := k.New(slow, name+".p")
+		require.NoError(t, synced.Lock(ctx))
+		require.NoError(t, plain.Lock(ctx))
 		require.NoError(t, replica.Crash())
-		select {
-		case <-h.Lost():
-			assert.ErrorIs(t, h.LostErr(), relock.ErrLeaseExpired)
-		case <-time.After(5 * time.Second):
-			t.Fatal("a hold whose renewals no replica confirms was not lost")
+		crashed := time.Now()
+		for _, l := range []Handle{h, synced} {
+			select {
+			case <-l.Lost():
+				assert.ErrorIs(t, l.LostErr(), relock.ErrLeaseExpired)
+			case <-time.After(5 * time.Second):
+				t.Fatal("a hold whose renewals no replica confirms was not lost")
+			}
 		}
+		time.Sleep(time.Until(crashed.Add(2 * time.Second)))
+		assert.True(t, plain.Held(), "a plain hold was lost beside one whose renewals wait for replicas")
+		require.NoError(t, plain.Unlock(ctx))
 		assert.ErrorIs(t, h.Unlock(ctx), relock.ErrNotHeld)
 
 		// And a new acquire fails, leaving nothing.

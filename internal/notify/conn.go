@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -72,9 +73,10 @@ func (h *Hub) drain(c *conn) {
 
 		if ps == nil {
 			// A new connection's queue starts with SUBSCRIBEs: one command
-			// sends them all as it opens.
+			// sends them all as it opens (the first one on a Cluster,
+			// where one SSUBSCRIBE takes channels of one slot only).
 			n := 0
-			for n < len(ops) && ops[n].subscribe {
+			for n < len(ops) && ops[n].subscribe && !(h.sharded && n == 1) {
 				n++
 			}
 			var err error
@@ -83,7 +85,7 @@ func (h *Hub) drain(c *conn) {
 			}
 			ops = ops[n:]
 		}
-		write(h.ctx, ps, ops)
+		h.write(ps, ops)
 	}
 }
 
@@ -104,20 +106,10 @@ func (h *Hub) opened(c *conn, ps *redis.PubSub, err error) bool {
 		return false
 	case err != nil:
 		defer h.mu.Unlock()
-		if h.conns[c.shard] == c {
-			delete(h.conns, c.shard)
-		}
-		c.queue = nil
-		for n, ch := range h.chans {
-			if ch.conn != c {
-				continue
-			}
-			ch.conn = nil
-			ch.pendingSub, ch.pendingUnsub = 0, 0
-			ch.markReady(err)
-			if ch.refs == 0 {
-				delete(h.chans, n)
-			}
+		h.forgetLocked(c, err)
+		if h.sharded {
+			// The master may have failed over: find the new one.
+			h.rerouteLocked()
 		}
 		return false
 	}
@@ -151,6 +143,17 @@ func (h *Hub) dial(shardName string, channels []string) (ps *redis.PubSub, err e
 	}()
 	ctx, cancel := context.WithTimeout(h.ctx, sendTimeout)
 	defer cancel()
+	if h.sharded {
+		// Opened on the master of the first channel's slot, all of
+		// whose channels these are. A failed open is reported (go-redis
+		// would open it later on any node).
+		ps = h.route.cluster.SSubscribe(ctx)
+		if err := ps.SSubscribe(ctx, channels...); err != nil {
+			_ = ps.Close()
+			return nil, fmt.Errorf("notify: open sharded pub/sub connection to cluster master %s: %w", shardName, err)
+		}
+		return ps, nil
+	}
 	ps = h.rdb.Subscribe(ctx, channels...)
 	if h.route.state() != shard.Exact {
 		// A shard went down while subscribing: the route may be wrong.
@@ -170,19 +173,26 @@ func connErr(shardName string, err error) error {
 }
 
 // write sends ops in order, each run of SUBSCRIBEs or UNSUBSCRIBEs as one
-// command. A failed write shows as a missing confirmation, which the
-// waiter's timer covers.
-func write(ctx context.Context, ps *redis.PubSub, ops []op) {
+// command; on a Cluster one SSUBSCRIBE or SUNSUBSCRIBE per channel, since
+// one command may only name channels of one slot. A failed write shows as a
+// missing confirmation, which the waiter's timer covers.
+func (h *Hub) write(ps *redis.PubSub, ops []op) {
 	for len(ops) > 0 {
 		n := 1
-		for n < len(ops) && ops[n].subscribe == ops[0].subscribe {
+		for n < len(ops) && ops[n].subscribe == ops[0].subscribe && !h.sharded {
 			n++
 		}
-		wctx, cancel := context.WithTimeout(ctx, sendTimeout)
-		if ops[0].subscribe {
-			_ = ps.Subscribe(wctx, names(ops[:n])...)
-		} else {
-			_ = ps.Unsubscribe(wctx, names(ops[:n])...)
+		wctx, cancel := context.WithTimeout(h.ctx, sendTimeout)
+		chans := names(ops[:n])
+		switch {
+		case ops[0].subscribe && h.sharded:
+			_ = ps.SSubscribe(wctx, chans...)
+		case ops[0].subscribe:
+			_ = ps.Subscribe(wctx, chans...)
+		case h.sharded:
+			_ = ps.SUnsubscribe(wctx, chans...)
+		default:
+			_ = ps.Unsubscribe(wctx, chans...)
 		}
 		cancel()
 		ops = ops[n:]
@@ -212,10 +222,24 @@ func (h *Hub) receive(c *conn, ps *redis.PubSub) {
 				h.refuse(err)
 				continue
 			}
+			if rerr := redis.Error(nil); errors.As(err, &rerr) {
+				if h.sharded && strings.HasPrefix(err.Error(), "MOVED") {
+					// A channel's slot is served elsewhere now.
+					h.drop(c, ps)
+					return
+				}
+				continue // a reply, such as a refused PING: the connection is alive
+			}
 			var nerr interface{ Timeout() bool }
 			if errors.As(err, &nerr) && nerr.Timeout() {
 				_ = ps.Ping(h.ctx)
 				continue
+			}
+			if h.sharded {
+				// go-redis would reconnect to any node of the cluster,
+				// not to the channels' master: drop the connection.
+				h.drop(c, ps)
+				return
 			}
 			// The connection broke: messages may have been lost. go-redis
 			// reconnects and resubscribes on the next receive; meanwhile
@@ -241,3 +265,107 @@ func (h *Hub) receive(c *conn, ps *redis.PubSub) {
 		h.dispatch(msg)
 	}
 }
+
+// drop forgets c, a Cluster's connection that broke, and closes it: the
+// waiters of its channels are woken once (messages may have been lost)
+// and rely on their timers; the next Subscribe of each channel routes it
+// afresh and opens a connection to its master.
+func (h *Hub) drop(c *conn, ps *redis.PubSub) {
+	h.mu.Lock()
+	h.forgetLocked(c, nil)
+	h.rerouteLocked()
+	h.mu.Unlock()
+	_ = ps.Close()
+}
+
+// forgetLocked forgets c and leaves its channels without a connection: a
+// waiter still waiting for a channel's confirmation is told err (nil: the
+// subscription is as good as it gets); with err nil, a connection that
+// was open, every waiter is woken once, since messages may have been
+// lost. The caller holds h.mu.
+func (h *Hub) forgetLocked(c *conn, err error) {
+	if h.conns[c.shard] == c {
+		delete(h.conns, c.shard)
+	}
+	c.queue = nil
+	for name, ch := range h.chans {
+		if ch.conn != c {
+			continue
+		}
+		ch.conn = nil
+		ch.pendingSub, ch.pendingUnsub = 0, 0
+		ch.markReady(err)
+		if err == nil {
+			ch.wakeAll()
+		}
+		if ch.refs == 0 {
+			delete(h.chans, name)
+		}
+	}
+}
+
+// rerouteLocked starts a reroute goroutine unless one runs or the hub is
+// closed. The caller holds h.mu.
+func (h *Hub) rerouteLocked() {
+	if h.rerouting || h.closed {
+		return
+	}
+	h.rerouting = true
+	h.wg.Add(1)
+	go h.reroute()
+}
+
+// reroute subscribes again, each on the connection of its master, the
+// channels of a Cluster that have waiters but no connection (a dropped
+// connection's, a moved slot's, a failed dial's). It first asks the
+// cluster client to reload its view of the cluster (a master may have
+// failed over), waits a little, then routes them afresh; it repeats with
+// a growing wait, up to rerouteMax, while any remains, and ends when none
+// does or the hub closes. A subscription that fails again leaves its
+// channel without a connection for the next turn.
+func (h *Hub) reroute() {
+	defer h.wg.Done()
+	delay := rerouteMin
+	for {
+		h.route.cluster.ReloadState(h.ctx)
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		h.mu.Lock()
+		var orphans []string
+		for name, ch := range h.chans {
+			if ch.conn == nil && ch.refs > 0 {
+				orphans = append(orphans, name)
+			}
+		}
+		if len(orphans) == 0 || h.closed {
+			h.rerouting = false
+			h.mu.Unlock()
+			return
+		}
+		h.mu.Unlock()
+		for _, name := range orphans {
+			ctx, cancel := context.WithTimeout(h.ctx, sendTimeout)
+			shardName, err := h.route.route(ctx, name)
+			cancel()
+			if err != nil {
+				continue
+			}
+			h.mu.Lock()
+			if ch := h.chans[name]; ch != nil && ch.conn == nil && ch.refs > 0 && !h.closed {
+				ch.shard = shardName
+				h.attachLocked(ch)
+			}
+			h.mu.Unlock()
+		}
+		delay = min(2*delay, rerouteMax)
+	}
+}
+
+// rerouteMin and rerouteMax bound the wait between two turns of reroute.
+const (
+	rerouteMin = 100 * time.Millisecond
+	rerouteMax = 2 * time.Second
+)

@@ -18,8 +18,20 @@
 // delays the waiters of its own channels by that much at most, and nobody
 // else (wake-ups, Subscribe and Sub.Close on other shards, Close).
 //
-// On a Cluster, classic PUBLISH reaches every node, so one connection to
-// any node hears every channel. A Ring does not broadcast: a release
+// On a Cluster the scripts publish with SPUBLISH (sharded pub/sub, Redis
+// 7), which only the master of the channel's slot delivers: the hub keeps
+// a sharded connection (SSUBSCRIBE) per master that has channels with
+// waiters, at most one per master. A channel's master is the one the
+// client's cluster state names when its first waiter subscribes. When a
+// connection breaks (its master died, or failed over), the hub closes it
+// instead of letting go-redis reconnect it (it would reconnect to any
+// node): the waiters of its channels are woken once, then rely on their
+// timers, and the next Subscribe of a channel routes it afresh. The same
+// holds for a channel that its node unsubscribes (its slot moved). On a
+// Redis before 7, SSUBSCRIBE is unknown: the hub reports a refusal and
+// waiters poll (the scripts fall back to PUBLISH).
+//
+// A Ring does not broadcast: a release
 // publishes on the shard that holds its lock (the channel shares the
 // lock's {hash tag}), so the hub subscribes each channel on the connection
 // to the shard the Ring routes it to, computed as the Ring does (its
@@ -99,6 +111,8 @@ var (
 type Hub struct {
 	rdb   redis.UniversalClient
 	route router
+	// sharded: a Cluster's hub, with SSUBSCRIBE connections per master.
+	sharded bool
 
 	// ctx is cancelled by Close: receivers stop, and a dial in progress
 	// gives up (go-redis honours a ctx while it connects, not while it
@@ -113,6 +127,7 @@ type Hub struct {
 	conns     map[string]*conn // by shard; opened on first use
 	chans     map[string]*channel
 	closed    bool
+	rerouting bool // a reroute goroutine runs (Cluster)
 	closeErrs []error
 
 	// OnRefused, if set before the first Subscribe, is called once, from
@@ -172,19 +187,25 @@ func (s *Sub) Grant() (string, bool) {
 // Subscribe.
 func New(rdb redis.UniversalClient) *Hub {
 	ctx, cancel := context.WithCancel(context.Background())
+	route := newRouter(rdb)
 	return &Hub{
-		rdb:    rdb,
-		route:  newRouter(rdb),
-		ctx:    ctx,
-		cancel: cancel,
-		conns:  make(map[string]*conn),
-		chans:  make(map[string]*channel),
+		rdb:     rdb,
+		route:   route,
+		sharded: route.cluster != nil,
+		ctx:     ctx,
+		cancel:  cancel,
+		conns:   make(map[string]*conn),
+		chans:   make(map[string]*channel),
 	}
 }
 
 // Shard names the connection that channel is subscribed on: the shard a
 // Ring routes it to (while every shard is up), or "" on other clients.
 func (h *Hub) Shard(channel string) string { return h.route.of(channel) }
+
+// Sharded reports whether the hub subscribes with SSUBSCRIBE (on a
+// Cluster), so that releases must publish with SPUBLISH.
+func (h *Hub) Sharded() bool { return h.sharded }
 
 // Subscribe registers interest in name and waits until Redis has confirmed
 // the subscription, so a wake-up published after Subscribe returns is seen;
@@ -205,7 +226,10 @@ func (h *Hub) Subscribe(ctx context.Context, name, addr string) (*Sub, error) {
 	if err := h.refusal(); err != nil {
 		return nil, err
 	}
-	shardName := h.route.of(name)
+	shardName, err := h.route.route(ctx, name)
+	if err != nil {
+		return nil, connErr("", err)
+	}
 	if h.route.state() == shard.Changed {
 		return nil, errChanged
 	}
@@ -220,24 +244,15 @@ func (h *Hub) Subscribe(ctx context.Context, name, addr string) (*Sub, error) {
 		h.chans[name] = ch
 	}
 	ch.refs++
+	if ch.conn == nil {
+		// Routed afresh: on a Cluster its slot may have moved.
+		ch.shard = shardName
+	}
 	// The first waiter subscribes; so does a later one when the channel's
-	// connection failed to open.
+	// connection failed to open or was dropped.
 	opener := ch.refs == 1 || ch.conn == nil
 	if opener {
-		c := h.conns[shardName]
-		if c == nil {
-			// A new connection subscribes every channel of its shard that
-			// has waiters but no connection (its last one failed to open).
-			c = &conn{shard: shardName}
-			h.conns[shardName] = c
-			for _, o := range h.chans {
-				if o.shard == shardName && o.conn == nil && o.refs > 0 {
-					h.subscribeLocked(c, o)
-				}
-			}
-		} else {
-			h.subscribeLocked(c, ch)
-		}
+		h.attachLocked(ch)
 	}
 	sc := make(chan struct{}, 1)
 	s := &Sub{C: sc, c: sc, hub: h, name: name, addr: addr, wait: ch.wait}
@@ -260,6 +275,25 @@ func (h *Hub) Subscribe(ctx context.Context, name, addr string) (*Sub, error) {
 		return nil, ctx.Err()
 	}
 	return s, nil
+}
+
+// attachLocked subscribes ch on the connection of its shard, opening one
+// if there is none: a new connection subscribes every channel of its
+// shard that has waiters but no connection (its last one failed to open,
+// or was dropped).
+func (h *Hub) attachLocked(ch *channel) {
+	c := h.conns[ch.shard]
+	if c != nil {
+		h.subscribeLocked(c, ch)
+		return
+	}
+	c = &conn{shard: ch.shard}
+	h.conns[ch.shard] = c
+	for _, o := range h.chans {
+		if o.shard == ch.shard && o.conn == nil && o.refs > 0 {
+			h.subscribeLocked(c, o)
+		}
+	}
 }
 
 // subscribeLocked queues a SUBSCRIBE of ch on c, which new waiters of ch
@@ -405,16 +439,23 @@ func (h *Hub) dispatch(msg any) {
 			return
 		}
 		switch m.Kind {
-		case "subscribe":
+		case "subscribe", "ssubscribe":
 			if ch.pendingSub > 0 {
 				ch.pendingSub--
 			}
 			if ch.pendingSub == 0 && ch.refs > 0 {
 				ch.markReady(nil)
 			}
-		case "unsubscribe":
+		case "unsubscribe", "sunsubscribe":
 			if ch.pendingUnsub > 0 {
 				ch.pendingUnsub--
+			} else if m.Kind == "sunsubscribe" && ch.pendingSub == 0 {
+				// Not asked for: the node gave the channel's slot away.
+				// Its waiters try again, then rely on their timers until
+				// the channel is routed afresh.
+				ch.conn = nil
+				ch.wakeAll()
+				h.rerouteLocked()
 			}
 		}
 		if ch.refs == 0 && ch.pendingSub == 0 && ch.pendingUnsub == 0 {
@@ -528,14 +569,18 @@ func (h *Hub) refuse(err error) {
 }
 
 // isRefusal reports whether err is Redis refusing a subscription rather
-// than a broken connection: an ACL denial, or a server or proxy without
-// the command.
+// than a broken connection: an ACL denial of the channel or of the
+// command, or a server or proxy without the command. A refused PING (a
+// user without +ping) is not one: subscriptions work.
 func isRefusal(err error) bool {
 	var rerr redis.Error
 	if !errors.As(err, &rerr) {
 		return false
 	}
-	msg := err.Error()
-	return strings.HasPrefix(msg, "NOPERM") || strings.Contains(msg, "unknown command") ||
-		strings.Contains(msg, "not allowed")
+	msg := strings.ToLower(err.Error())
+	if strings.HasPrefix(msg, "noperm") && strings.Contains(msg, "channel") {
+		return true
+	}
+	return strings.Contains(msg, "subscribe") && (strings.HasPrefix(msg, "noperm") ||
+		strings.Contains(msg, "unknown command") || strings.Contains(msg, "not allowed"))
 }

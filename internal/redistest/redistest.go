@@ -8,12 +8,17 @@
 // fail instead. The miniredis instance is new for each subtest, with TTLs
 // that run down with the wall clock (ClockTTL), so time-based tests behave
 // as on a real server.
+//
+// Inside RunOn(t, s, label, f), every Run and RunReal runs on s only:
+// RunACL runs shared tests as a restricted ACL user (ACLRules), and a
+// TLS-only server (StartTLSServer) runs them over TLS.
 package redistest
 
 import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"net"
 	"os"
@@ -32,36 +37,93 @@ type Server struct {
 	Addr string
 	// Mini is the embedded server, nil for a real redis-server.
 	Mini *miniredis.Miniredis
+	// Username and Password, when set, are the credentials of the clients
+	// that Client returns (a restricted ACL user: see RunACL). Keys and
+	// Admin always connect as the default, unrestricted user.
+	Username, Password string
+	// TLS, when set, is the TLS configuration of every client of the
+	// server (one that speaks only TLS: see StartTLSServer).
+	TLS *tls.Config
+	// Cluster, when set, makes this a Redis Cluster (see RunCluster):
+	// Client and Admin return cluster clients, Keys scans every master,
+	// and Addr is one of its nodes.
+	Cluster *Cluster
+
+	// label names the subtest of Run and RunReal inside RunOn.
+	label string
 }
 
 // Real reports whether this is a real redis-server.
 func (s *Server) Real() bool { return s.Mini == nil }
 
-// Client returns a go-redis client on the server, closed at the end of t.
-// opts may adjust its options (timeouts, retries, hooks are added after).
-func (s *Server) Client(t testing.TB, opts ...func(*redis.Options)) *redis.Client {
+// Client returns a go-redis client on the server (a cluster client on a
+// Cluster), closed at the end of t. opts may adjust its options
+// (timeouts, retries; on a Cluster those that ClusterOptions share);
+// hooks are added after.
+func (s *Server) Client(t testing.TB, opts ...func(*redis.Options)) redis.UniversalClient {
 	t.Helper()
-	o := &redis.Options{Addr: s.Addr}
+	o := s.Options()
 	for _, f := range opts {
 		f(o)
 	}
-	c := redis.NewClient(o)
+	var c redis.UniversalClient
+	if s.Cluster != nil {
+		c = redis.NewClusterClient(clusterOptions(s.Cluster, o))
+	} else {
+		c = redis.NewClient(o)
+	}
 	t.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// Node returns a go-redis client of this one server, closed at the end of
+// t, for what only a single server has (its own connections, WAIT,
+// replication); it fails t on a Cluster.
+func (s *Server) Node(t testing.TB, opts ...func(*redis.Options)) *redis.Client {
+	t.Helper()
+	if s.Cluster != nil {
+		t.Fatal("redistest: Node of a Cluster")
+	}
+	return s.Client(t, opts...).(*redis.Client)
+}
+
+// SingleOnly skips t on a Cluster: what it tests needs one server (a
+// proxy or a process in front of its one address, its own commands).
+func (s *Server) SingleOnly(t testing.TB, why string) {
+	t.Helper()
+	if s.Cluster != nil {
+		t.Skipf("single server only: %s", why)
+	}
 }
 
 // Keys returns the keys matching pattern (SCAN, not KEYS, on a real
 // server shared by the package's tests).
 func (s *Server) Keys(t testing.TB, pattern string) []string {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: s.Addr})
-	defer c.Close()
 	var out []string
-	iter := c.Scan(context.Background(), 0, pattern, 1000).Iterator()
-	for iter.Next(context.Background()) {
-		out = append(out, iter.Val())
+	scan := func(c *redis.Client) error {
+		iter := c.Scan(context.Background(), 0, pattern, 1000).Iterator()
+		for iter.Next(context.Background()) {
+			out = append(out, iter.Val())
+		}
+		return iter.Err()
 	}
-	if err := iter.Err(); err != nil {
+	var err error
+	if s.Cluster != nil {
+		cc := redis.NewClusterClient(clusterOptions(s.Cluster, s.adminOptions()))
+		defer cc.Close()
+		var mu sync.Mutex
+		err = cc.ForEachMaster(context.Background(), func(ctx context.Context, c *redis.Client) error {
+			mu.Lock()
+			defer mu.Unlock()
+			return scan(c)
+		})
+	} else {
+		c := redis.NewClient(s.adminOptions())
+		defer c.Close()
+		err = scan(c)
+	}
+	if err != nil {
 		t.Fatalf("scan %q: %v", pattern, err)
 	}
 	return out
@@ -75,9 +137,14 @@ func Name(t testing.TB) string {
 	return n + "." + hex.EncodeToString(b[:])
 }
 
-// Run runs f on miniredis and on the real redis-server, as subtests.
+// Run runs f on miniredis and on the real redis-server, as subtests
+// (inside RunOn, on its server only).
 func Run(t *testing.T, f func(t *testing.T, s *Server)) {
 	t.Helper()
+	if s := scoped(t); s != nil {
+		t.Run(s.label, func(t *testing.T) { f(t, s) })
+		return
+	}
 	t.Run("miniredis", func(t *testing.T) {
 		m := miniredis.RunT(t)
 		m.ClockTTL(true)
@@ -86,12 +153,33 @@ func Run(t *testing.T, f func(t *testing.T, s *Server)) {
 	t.Run("redis", func(t *testing.T) {
 		f(t, Real(t))
 	})
+	if onCluster {
+		t.Run("cluster", func(t *testing.T) {
+			f(t, ClusterServer(t))
+		})
+	}
+}
+
+// onCluster is set by MainCluster: Run runs on the cluster too.
+var onCluster bool
+
+// ClusterServer returns the test binary's cluster (RealCluster) as a
+// Server.
+func ClusterServer(t testing.TB) *Server {
+	t.Helper()
+	c := RealCluster(t)
+	return &Server{Addr: c.Nodes[0].Addr, Cluster: c}
 }
 
 // RunReal runs f only on the real redis-server, for behaviour miniredis
-// does not have (CLIENT PAUSE, DEBUG SLEEP, real pub/sub timing).
+// does not have (CLIENT PAUSE, DEBUG SLEEP, real pub/sub timing); inside
+// RunOn, on its server.
 func RunReal(t *testing.T, f func(t *testing.T, s *Server)) {
 	t.Helper()
+	if s := scoped(t); s != nil {
+		t.Run(s.label, func(t *testing.T) { f(t, s) })
+		return
+	}
 	t.Run("redis", func(t *testing.T) { f(t, Real(t)) })
 }
 
@@ -115,10 +203,22 @@ func Real(t testing.TB) *Server {
 	return real
 }
 
+// MainCluster is Main for a test binary whose Run tests also run, as
+// subtests "cluster", on a Redis Cluster of three masters with a replica
+// each, shared by the binary (RunReal tests, for faults of a single
+// server, do not).
+func MainCluster(m *testing.M) int {
+	onCluster = true
+	return Main(m)
+}
+
 // Main runs the tests and stops the real server (if one was started).
 // Use it as: func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }.
 func Main(m *testing.M) int {
 	code := m.Run()
+	if cluster != nil {
+		cluster.Stop()
+	}
 	if realCmd != nil {
 		_ = realCmd.Process.Kill()
 		_ = realCmd.Wait()

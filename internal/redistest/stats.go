@@ -12,14 +12,14 @@ import (
 
 // ScriptCalls returns how many EVAL and EVALSHA commands a real server has
 // run (INFO commandstats), to check that a stall made go-redis resend.
-func ScriptCalls(t testing.TB, c *redis.Client) int64 {
+func ScriptCalls(t testing.TB, c redis.UniversalClient) int64 {
 	t.Helper()
 	return CommandCalls(t, c, "evalsha", "eval")
 }
 
 // CommandCalls returns how many of the named commands (lower case) a real
 // server has run (INFO commandstats).
-func CommandCalls(t testing.TB, c *redis.Client, names ...string) int64 {
+func CommandCalls(t testing.TB, c redis.UniversalClient, names ...string) int64 {
 	t.Helper()
 	info, err := c.Info(context.Background(), "commandstats").Result()
 	if err != nil {
@@ -45,7 +45,7 @@ func CommandCalls(t testing.TB, c *redis.Client, names ...string) int64 {
 // server enables), starting now; commands sent meanwhile wait in their
 // sockets and run when it wakes, even those whose client has given up on
 // them, as after a read timeout. Stall returns once the sleep has begun.
-func Stall(t testing.TB, admin *redis.Client, d time.Duration) {
+func Stall(t testing.TB, admin redis.UniversalClient, d time.Duration) {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() {

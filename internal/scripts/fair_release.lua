@@ -9,7 +9,8 @@
 -- ARGV[3] lease in milliseconds (> 0), restored on a partial release
 -- ARGV[4] record TTL in milliseconds (> 0)
 -- ARGV[5] prefix of the waiters' own wake-up channels
--- ARGV[6] "1" when this is the owner's final hold
+-- ARGV[6] the hold count the owner keeps after this release (its own
+--         count): 0 for its final hold
 --
 -- Reply: 1 released (now, or by an earlier run of the same request),
 --        0 this owner holds nothing here (nothing is changed).
@@ -22,7 +23,10 @@ if redis.call('HEXISTS', KEYS[1], tok) == 0 then
   return 0
 end
 remember(KEYS[3], ARGV[2], 1, ARGV[4])
-if ARGV[6] ~= '1' and redis.call('HINCRBY', KEYS[1], tok, -1) > 0 then
+if ARGV[6] ~= '0' then
+  -- A partial release sets the owner's count to the one it keeps (not a
+  -- decrement): run twice, after its record expired, it changes nothing.
+  redis.call('HSET', KEYS[1], tok, ARGV[6])
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
   return 1
 end

@@ -6,9 +6,9 @@
 -- ARGV[1] owner token
 -- ARGV[2] request id
 -- ARGV[3] lease in milliseconds (unused: a mutex has no partial release)
--- ARGV[4] record TTL in milliseconds (0: keep no record)
+-- ARGV[4] record TTL in milliseconds (> 0)
 -- ARGV[5] the lock's channel
--- ARGV[6] "1" on the owner's final hold (always, for a mutex)
+-- ARGV[6] the hold count the owner keeps (always 0, for a mutex)
 -- ARGV[7] starvation threshold in milliseconds (see handoff.lua)
 --
 -- Reply: 1 released (now, or by an earlier run of the same request),
@@ -22,9 +22,7 @@ local tok = ARGV[1]
 local v = redis.call('GET', KEYS[1])
 if v and owns(v, tok) then
   redis.call('DEL', KEYS[1])
-  if ARGV[4] ~= '0' then
-    redis.call('SET', KEYS[3], ARGV[2], 'PX', ARGV[4])
-  end
+  redis.call('SET', KEYS[3], ARGV[2], 'PX', ARGV[4])
   handoff(KEYS[1], KEYS[2], KEYS[4], KEYS[5], ARGV[5], ARGV[7], true)
   return 1
 end

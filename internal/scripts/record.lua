@@ -15,11 +15,8 @@ local function replayed(key, id)
   return nil
 end
 
--- remember records the result of request id for ttl milliseconds; a ttl of
--- 0 records nothing (the client never resends a command: see
--- core.Owner.RecordTTL).
+-- remember records the result of request id for ttl milliseconds.
 local function remember(key, id, result, ttl)
-  if ttl == '0' or ttl == 0 then return end
   redis.call('SET', key, id .. '|' .. result, 'PX', ttl)
 end
 

@@ -5,7 +5,8 @@
 -- KEYS         the keys of the holds, in order: one per hold, two for a
 --              "w" or "s" hold (its hash, then its owners' sorted set)
 -- ARGV[3i-2]   kind of hold i: "m" mutex (string), "h" hash of owner counts
---              (reentrant, fair), "w" read/write lock, "s" semaphore
+--              (reentrant, fair), "w" read/write lock, "s" semaphore; "s"
+--              may be followed by the permits the owner must have ("s3")
 -- ARGV[3i-1]   owner token of hold i
 -- ARGV[3i]     lease of hold i in milliseconds (> 0)
 --
@@ -16,6 +17,11 @@ local now -- server time in ms (clock.lua), read once when a "w" or "s" hold nee
 local out, k = {}, 1
 for i = 1, #ARGV / 3 do
   local kind, tok, lease = ARGV[3 * i - 2], ARGV[3 * i - 1], tonumber(ARGV[3 * i])
+  local need = 1
+  if string.sub(kind, 1, 1) == 's' then
+    need = tonumber(string.sub(kind, 2)) or 1
+    kind = 's'
+  end
   local key = KEYS[k]
   k = k + 1
   local ok = 0
@@ -43,7 +49,7 @@ for i = 1, #ARGV / 3 do
       local f = redis.call('HMGET', key, tok .. ':r', tok .. ':w')
       held = f[1] or f[2]
     else
-      held = redis.call('HEXISTS', key, tok) == 1
+      held = tonumber(redis.call('HGET', key, tok) or 0) >= need
     end
     if e and held then
       now = now or server_ms()

@@ -36,7 +36,10 @@ end
 remember(KEYS[3], ARGV[2], 1, ARGV[4])
 local lease = tonumber(ARGV[3])
 local field = tok .. ':' .. kind
-if left > 0 and redis.call('HINCRBY', key, field, -1) > 0 then
+if left > 0 then
+  -- Set to the count the owner keeps (not a decrement): run twice, after
+  -- its record expired, it changes nothing.
+  redis.call('HSET', key, field, left)
   redis.call('ZADD', ok, now + lease, tok)
   extend(key, lease)
   extend(ok, lease)

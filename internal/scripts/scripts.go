@@ -9,6 +9,8 @@ package scripts
 
 import (
 	_ "embed" // for go:embed
+	"strings"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -58,24 +60,24 @@ var (
 // Scripts, run with Run (EVALSHA, then EVAL when the server answers NOSCRIPT,
 // e.g. after SCRIPT FLUSH or a restart).
 var (
-	MutexAcquire     = redis.NewScript(barging(mutexAcquire))
-	MutexRelease     = redis.NewScript(barging(mutexRelease))
-	MutexAbort       = redis.NewScript(barging(mutexAbort))
-	MutexLeave       = redis.NewScript(barging(mutexLeave))
-	ReentrantAcquire = redis.NewScript(barging(reentrantAcquire))
-	ReentrantRelease = redis.NewScript(barging(reentrantRelease))
-	ReentrantAbort   = redis.NewScript(barging(reentrantAbort))
-	ReentrantLeave   = redis.NewScript(barging(reentrantLeave))
-	Renew            = redis.NewScript(clock + renew)
-	ForceUnlock      = redis.NewScript(forceUnlock)
+	MutexAcquire     = newScript(barging(mutexAcquire))
+	MutexRelease     = newScript(barging(mutexRelease))
+	MutexAbort       = newScript(barging(mutexAbort))
+	MutexLeave       = newScript(barging(mutexLeave))
+	ReentrantAcquire = newScript(barging(reentrantAcquire))
+	ReentrantRelease = newScript(barging(reentrantRelease))
+	ReentrantAbort   = newScript(barging(reentrantAbort))
+	ReentrantLeave   = newScript(barging(reentrantLeave))
+	Renew            = newScript(clock + renew)
+	ForceUnlock      = newScript(forceUnlock)
 	// Scripts that change a lock share the functions of record.lua; the
 	// fair-lock scripts also those of fair_common.lua.
-	FairAcquire = redis.NewScript(fair(fairAcquire))
-	FairRelease = redis.NewScript(fair(fairRelease))
-	FairAbort   = redis.NewScript(fair(fairAbort))
-	FairLeave   = redis.NewScript(fair(fairLeave))
+	FairAcquire = newScript(fair(fairAcquire))
+	FairRelease = newScript(fair(fairRelease))
+	FairAbort   = newScript(fair(fairAbort))
+	FairLeave   = newScript(fair(fairLeave))
 	// FairForceUnlock wakes the queue's head, not the lock's channel.
-	FairForceUnlock = redis.NewScript(fair(fairForceUnlock))
+	FairForceUnlock = newScript(fair(fairForceUnlock))
 )
 
 // The read/write-lock scripts; those that change a hold also share the
@@ -96,12 +98,12 @@ var (
 	//go:embed rwlock_force_unlock.lua
 	rwlockForceUnlock string
 
-	RWAcquire     = redis.NewScript(rw(rwlockAcquire))
-	RWRelease     = redis.NewScript(rw(rwlockRelease))
-	RWAbort       = redis.NewScript(rw(rwlockAbort))
-	RWLeave       = redis.NewScript(rw(rwlockLeave))
-	RWCount       = redis.NewScript(clock + rwlockCount)
-	RWForceUnlock = redis.NewScript(rw(rwlockForceUnlock))
+	RWAcquire     = newScript(rw(rwlockAcquire))
+	RWRelease     = newScript(rw(rwlockRelease))
+	RWAbort       = newScript(rw(rwlockAbort))
+	RWLeave       = newScript(rw(rwlockLeave))
+	RWCount       = newScript(clock + rwlockCount)
+	RWForceUnlock = newScript(rw(rwlockForceUnlock))
 )
 
 // fair prepends what every fair-lock script uses.
@@ -131,12 +133,12 @@ var (
 	//go:embed semaphore_force_release.lua
 	semaphoreForceRelease string
 
-	SemAcquire      = redis.NewScript(sem(semaphoreAcquire))
-	SemRelease      = redis.NewScript(sem(semaphoreRelease))
-	SemAbort        = redis.NewScript(sem(semaphoreAbort))
-	SemLeave        = redis.NewScript(sem(semaphoreLeave))
-	SemAvailable    = redis.NewScript(sem(semaphoreAvailable))
-	SemForceRelease = redis.NewScript(sem(semaphoreForceRelease))
+	SemAcquire      = newScript(sem(semaphoreAcquire))
+	SemRelease      = newScript(sem(semaphoreRelease))
+	SemAbort        = newScript(sem(semaphoreAbort))
+	SemLeave        = newScript(sem(semaphoreLeave))
+	SemAvailable    = newScript(sem(semaphoreAvailable))
+	SemForceRelease = newScript(sem(semaphoreForceRelease))
 )
 
 // sem prepends what every semaphore script uses.
@@ -149,6 +151,40 @@ var (
 	//go:embed latch_count_down.lua
 	latchCountDown string
 
-	LatchSet       = redis.NewScript(record + latchSet)
-	LatchCountDown = redis.NewScript(record + latchCountDown)
+	LatchSet       = newScript(record + latchSet)
+	LatchCountDown = newScript(record + latchCountDown)
 )
+
+// sharded maps each script that publishes wake-ups to its twin for a
+// Redis Cluster, which publishes them with SPUBLISH (sharded pub/sub: only
+// the node of the lock's slot hears it, not every node of the cluster).
+var sharded = map[*redis.Script]*redis.Script{}
+
+// spublish is the twin's publish: SPUBLISH on the node that runs the
+// script (the channel shares the lock's hash tag, so its slot); PUBLISH
+// where SPUBLISH is unknown (Redis before 7), which the hub then cannot
+// hear: its waiters poll (see notify).
+const spublish = `local function spublish(channel, msg)
+  local r = redis.pcall('SPUBLISH', channel, msg)
+  if type(r) == 'table' and r.err then redis.call('PUBLISH', channel, msg) end
+end
+`
+
+// newScript returns the script of src, and makes its sharded twin if it
+// publishes.
+func newScript(src string) *redis.Script {
+	s := redis.NewScript(src)
+	if strings.Contains(src, "redis.call('PUBLISH', ") {
+		sharded[s] = redis.NewScript(spublish + strings.ReplaceAll(src, "redis.call('PUBLISH', ", "spublish("))
+	}
+	return s
+}
+
+// Sharded returns the twin of s that publishes with SPUBLISH (s itself
+// if it publishes nothing), for a client of a Redis Cluster.
+func Sharded(s *redis.Script) *redis.Script {
+	if t := sharded[s]; t != nil {
+		return t
+	}
+	return s
+}

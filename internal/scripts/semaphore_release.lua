@@ -30,6 +30,10 @@ local left = tonumber(ARGV[7])
 local now = server_ms()
 sem_expire(key, ok, now)
 local c = sem_count(key, tok)
+if left > 0 and c == left then
+  -- Applied already (a resend whose record expired): nothing to do.
+  return 1
+end
 if c == 0 or c < left + tonumber(ARGV[6]) then
   return 0
 end

@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 
 	"github.com/relock-go/relock/internal/lockerr"
 	"github.com/relock-go/relock/internal/scripts"
+	"github.com/relock-go/relock/internal/shard"
 )
 
 // BatchSize is the most holds renewed by one script call.
@@ -75,8 +77,14 @@ type Hold struct {
 	claim    bool          // a claim (one renewal, soon) is due
 	claimAt  time.Time     // when to send it (claims coalesce, and a hold released before needs none)
 	claimTmr *time.Timer   // kicks a claims round at claimAt
+	syncing  bool          // a renewal that replicas must confirm is in flight
 	lease    time.Duration // what a renewal or the claim sets
-	leaseMS  int64         // lease, as the round in flight sends it (its goroutine only)
+	need     int           // KindSemaphore: the permits the owner must have (SetNeed)
+	gen      uint64        // bumped by SetNeed
+	// What the renewal in flight sends, and need's generation then.
+	leaseMS  int64
+	kindArg  string
+	sentGen  uint64
 	deadline time.Time
 	err      error
 	timer    *time.Timer
@@ -105,6 +113,7 @@ type Watchdog struct {
 
 	mu       sync.Mutex
 	holds    map[*Hold]struct{}
+	claims   map[*Hold]struct{} // the holds with a claim due (h.claim)
 	closed   bool
 	lostNews []*Hold // lost under mu, OnLost still to call (see unlock)
 
@@ -114,9 +123,10 @@ type Watchdog struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	kick chan struct{}
-	stop chan struct{}
-	done chan struct{}
+	kick  chan struct{} // a claim is due
+	retry chan struct{} // renewals that replicas must confirm failed: retry soon
+	stop  chan struct{}
+	done  chan struct{}
 }
 
 // closeGrace is how long Close waits for a renewal round in flight. A round
@@ -140,7 +150,9 @@ func New(rdb redis.UniversalClient, lease time.Duration, onRoundFailed func(hold
 		period:        lease / 3,
 		onRoundFailed: onRoundFailed,
 		holds:         make(map[*Hold]struct{}),
+		claims:        make(map[*Hold]struct{}),
 		kick:          make(chan struct{}, 1),
+		retry:         make(chan struct{}, 1),
 		stop:          make(chan struct{}),
 		done:          make(chan struct{}),
 	}
@@ -201,6 +213,7 @@ func (w *Watchdog) Claim(h *Hold, start time.Time, claim, lease time.Duration, r
 	}
 	h.active, h.renew, h.claim, h.lease = true, renew, true, lease
 	w.holds[h] = struct{}{}
+	w.claims[h] = struct{}{}
 	deadline := start.Add(claim - Drift(claim))
 	w.setDeadlineLocked(h, deadline)
 	w.armClaimLocked(h, max(min(claim/4, time.Until(deadline)/2), 0))
@@ -221,6 +234,23 @@ func (w *Watchdog) armClaimLocked(h *Hold, delay time.Duration) {
 	})
 }
 
+// SetNeed sets how many permits the owner of h, a KindSemaphore hold,
+// must have in Redis for a renewal to extend it: the permits its handle
+// counts. A renewal that finds fewer (the semaphore was force-released,
+// and a grant gave the owner fewer than it counts) declares h lost. The
+// handle lowers it before it sends a release of some permits and raises
+// it once an acquire of more is confirmed, so Redis never has fewer
+// while the owner holds them; a renewal sent before a change that finds
+// fewer is asked again instead.
+func (w *Watchdog) SetNeed(h *Hold, n int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if h.need != n {
+		h.need = n
+		h.gen++
+	}
+}
+
 // Restore watches h again, with the deadline it had, after a Remove whose
 // release then failed: the owner still holds the lock as far as it knows.
 // On a closed watchdog it declares h lost instead, like Lose, and reports
@@ -238,6 +268,7 @@ func (w *Watchdog) Restore(h *Hold) (lost bool) {
 	w.holds[h] = struct{}{}
 	w.setDeadlineLocked(h, h.deadline)
 	if h.claim {
+		w.claims[h] = struct{}{}
 		w.armClaimLocked(h, 0)
 	}
 	return false
@@ -336,6 +367,7 @@ func (w *Watchdog) removeLocked(h *Hold) {
 	}
 	h.active = false
 	delete(w.holds, h)
+	delete(w.claims, h)
 }
 
 // loseLocked declares h lost, found by the watchdog itself; unlock then
@@ -380,35 +412,38 @@ func (w *Watchdog) loop() {
 	defer close(w.done)
 	t := time.NewTimer(w.period)
 	defer t.Stop()
+	soon := min(w.period/4, 500*time.Millisecond) // a retry after a failed round
+	reset := func(d time.Duration) {
+		if !t.Stop() {
+			select {
+			case <-t.C:
+			default:
+			}
+		}
+		t.Reset(d)
+	}
 	for {
-		claims := false
 		select {
 		case <-w.stop:
 			return
-		case <-t.C:
+		case <-w.retry:
+			reset(soon)
+			continue
 		case <-w.kick:
-			claims = true
-		}
-		started := time.Now()
-		next := w.period
-		if claims {
 			// Claims only, at once; the period's round keeps its time,
 			// unless the claims failed: then a full round, soon, retries
 			// them.
 			if !w.round(true) {
-				if !t.Stop() {
-					select {
-					case <-t.C:
-					default:
-					}
-				}
-				t.Reset(min(w.period/4, 500*time.Millisecond))
+				reset(soon)
 			}
 			continue
+		case <-t.C:
 		}
+		started := time.Now()
+		next := w.period
 		if !w.round(false) {
 			// Transient failure: retry soon, until each hold's deadline.
-			next = min(w.period/4, 500*time.Millisecond)
+			next = soon
 		}
 		// Rounds start a period apart, however long a round took.
 		t.Reset(max(next-time.Since(started), 0))
@@ -417,29 +452,51 @@ func (w *Watchdog) loop() {
 
 // round renews every renewable hold once and sends every due claim; with
 // claimsOnly, only the claims. It reports false when some renewal could not
-// be confirmed and should be retried soon.
+// be confirmed and should be retried soon. Renewals that replicas must
+// confirm run apart (renewSynced), so that a slow WAIT does not hold up
+// the others; their failures ask for a retry on w.retry.
 func (w *Watchdog) round(claimsOnly bool) bool {
 	now := time.Now()
 	w.mu.Lock()
-	var due []*Hold
-	var latest time.Time // the last deadline of a due hold
-	for h := range w.holds {
-		// A hold past its deadline is declared lost by its timer (expire).
-		if !now.Before(h.deadline) {
+	candidates := w.holds
+	if claimsOnly {
+		candidates = w.claims
+	}
+	var plain, synced []*Hold
+	var latest, latestSynced time.Time // the last deadline of a due hold
+	for h := range candidates {
+		// A hold past its deadline is declared lost by its timer (expire);
+		// one whose synced renewal is in flight waits for its outcome.
+		if !now.Before(h.deadline) || h.syncing {
 			continue
 		}
 		// A claims round also takes the claims due in the next few ms.
 		claim := h.claim && (!claimsOnly || h.claimAt.Before(now.Add(claimBatch)))
-		if claim || h.renew && !claimsOnly {
-			h.leaseMS = h.lease.Milliseconds()
-			due = append(due, h)
-			if h.deadline.After(latest) {
-				latest = h.deadline
+		if !claim && (!h.renew || claimsOnly) {
+			continue
+		}
+		h.leaseMS, h.kindArg, h.sentGen = h.lease.Milliseconds(), h.Kind, h.gen
+		if h.need > 0 {
+			h.kindArg += strconv.Itoa(h.need)
+		}
+		if h.Replicas > 0 {
+			h.syncing = true
+			synced = append(synced, h)
+			if h.deadline.After(latestSynced) {
+				latestSynced = h.deadline
 			}
+			continue
+		}
+		plain = append(plain, h)
+		if h.deadline.After(latest) {
+			latest = h.deadline
 		}
 	}
 	w.mu.Unlock()
-	if len(due) == 0 {
+	if len(synced) > 0 {
+		go w.renewSynced(now, group(synced, w.shardOf), latestSynced)
+	}
+	if len(plain) == 0 {
 		return true
 	}
 
@@ -447,25 +504,8 @@ func (w *Watchdog) round(claimsOnly bool) bool {
 	// take that long (many holds, a slow server), and at least a period.
 	ctx, cancel := context.WithTimeout(w.ctx, max(w.period, time.Second, time.Until(latest)))
 	defer cancel()
-	var plain, synced []*Hold
-	for _, h := range due {
-		if h.Replicas > 0 {
-			synced = append(synced, h)
-		} else {
-			plain = append(plain, h)
-		}
-	}
-	all := group(plain, w.shardOf)
-	nplain := len(all)
-	all = append(all, group(synced, w.shardOf)...)
-	allCmds := make([]*redis.Cmd, len(all))
-	acks := make([]int64, len(all)) // replicas that confirmed a synced batch
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		w.renewSynced(ctx, all[nplain:], allCmds[nplain:], acks[nplain:])
-	}()
-	batches, cmds := all[:nplain], allCmds[:nplain]
+	batches := group(plain, w.shardOf)
+	cmds := make([]*redis.Cmd, len(batches))
 	_, perr := w.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, b := range batches {
 			cmds[i] = renewCmd(ctx, p, b, false)
@@ -483,19 +523,32 @@ func (w *Watchdog) round(claimsOnly bool) bool {
 			return nil
 		})
 	}
+	return w.apply(now, batches, cmds, nil)
+}
 
-	<-done
-	batches, cmds = all, allCmds
-	failed := 0
+// apply takes the outcome of the renewals of batches, sent at now: each
+// hold renewed gets a new deadline, each found gone is lost. acks, for
+// renewals that replicas must confirm, is how many confirmed each batch
+// (a nil command: a batch that was not sent). It reports whether every
+// renewal was confirmed, and tells onRoundFailed if not.
+func (w *Watchdog) apply(now time.Time, batches [][]*Hold, cmds []*redis.Cmd, acks []int64) bool {
+	failed, again := 0, false
 	var firstErr error
+	fail := func(n int, err error) {
+		failed += n
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
 	w.mu.Lock()
 	for i, b := range batches {
-		if cmds[i] == nil {
-			// A synced batch whose node could not be had: unconfirmed.
-			failed += len(b)
-			if firstErr == nil {
-				firstErr = fmt.Errorf("watchdog: no node for a renewal that replicas must confirm")
+		if acks != nil {
+			for _, h := range b {
+				h.syncing = false
 			}
+		}
+		if cmds[i] == nil {
+			fail(len(b), fmt.Errorf("watchdog: no node for a renewal that replicas must confirm"))
 			continue
 		}
 		res, err := cmds[i].Int64Slice()
@@ -503,27 +556,22 @@ func (w *Watchdog) round(claimsOnly bool) bool {
 			err = fmt.Errorf("watchdog: renewal reply of %d holds for %d", len(res), len(b))
 		}
 		if err != nil {
-			failed += len(b)
-			if firstErr == nil {
-				firstErr = err
-			}
+			fail(len(b), err)
 			continue
 		}
 		for j, h := range b {
 			if !h.active {
 				continue // released meanwhile: the outcome does not matter
 			}
-			if res[j] == 1 && acks[i] < int64(h.Replicas) {
+			if res[j] == 1 && acks != nil && acks[i] < int64(h.Replicas) {
 				// Extended at the master, not confirmed by enough replicas:
 				// the deadline stays, and the renewal is retried soon.
-				failed++
-				if firstErr == nil {
-					firstErr = fmt.Errorf("watchdog: %d of %d replicas confirmed a renewal", acks[i], h.Replicas)
-				}
+				fail(1, fmt.Errorf("watchdog: %d of %d replicas confirmed a renewal", acks[i], h.Replicas))
 				continue
 			}
 			if res[j] == 1 {
 				h.claim = false
+				delete(w.claims, h)
 				if h.claimTmr != nil {
 					h.claimTmr.Stop()
 					h.claimTmr = nil
@@ -531,22 +579,40 @@ func (w *Watchdog) round(claimsOnly bool) bool {
 				w.setDeadlineLocked(h, now.Add(h.lease-Drift(h.lease)))
 				continue
 			}
+			if h.gen != h.sentGen {
+				// The owner's permits changed meanwhile (a release of some
+				// may have been applied before the renewal that expected
+				// more): ask again, soon.
+				again = true
+				continue
+			}
 			w.loseLocked(h, lockerr.Loss(lockerr.Gone, "lock gone or taken by another owner"))
 		}
 	}
 	w.unlock()
+	if failed > 0 {
+		// A node out of reach may have failed over: the retry goes to
+		// the new master once the cluster client has seen it.
+		shard.Refresh(w.rdb, firstErr)
+	}
 	if failed > 0 && w.onRoundFailed != nil && w.ctx.Err() == nil {
 		w.onRoundFailed(failed, firstErr)
 	}
-	return failed == 0
+	return failed == 0 && !again
 }
 
-// renewSynced renews the batches of holds that need replicas to confirm:
-// each batch (one shard) on a connection of its node, followed there by
-// WAIT for the most replicas and the longest timeout any of its holds
-// asks; it fills in each batch's renewal command and how many replicas
-// confirmed. A batch whose node cannot be had keeps a nil command.
-func (w *Watchdog) renewSynced(ctx context.Context, batches [][]*Hold, cmds []*redis.Cmd, acks []int64) {
+// renewSynced renews, in its own goroutine, the batches of holds sent at
+// now that need replicas to confirm: each batch (one shard) on one
+// connection to its node, followed there by WAIT for the most replicas
+// and the longest timeout any of its holds asks (go-redis's Wait, whose
+// reply may take that long beyond the read timeout; a pipeline's may
+// not). It gives up at the latest deadline of the holds, after which
+// they are lost anyway. A failure asks the loop for a retry soon.
+func (w *Watchdog) renewSynced(now time.Time, batches [][]*Hold, latest time.Time) {
+	ctx, cancel := context.WithTimeout(w.ctx, max(w.period, time.Second, time.Until(latest)))
+	defer cancel()
+	cmds := make([]*redis.Cmd, len(batches))
+	acks := make([]int64, len(batches))
 	var wg sync.WaitGroup
 	for i, b := range batches {
 		node := w.node(ctx, b[0].Key)
@@ -560,11 +626,11 @@ func (w *Watchdog) renewSynced(ctx context.Context, batches [][]*Hold, cmds []*r
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var wait *redis.Cmd
+			conn := node.Conn()
+			defer conn.Close()
 			exec := func(eval bool) error {
-				_, err := node.Pipelined(ctx, func(p redis.Pipeliner) error {
+				_, err := conn.Pipelined(ctx, func(p redis.Pipeliner) error {
 					cmds[i] = renewCmd(ctx, p, b, eval)
-					wait = p.Do(ctx, "WAIT", n, t.Milliseconds())
 					return nil
 				})
 				return err
@@ -572,10 +638,18 @@ func (w *Watchdog) renewSynced(ctx context.Context, batches [][]*Hold, cmds []*r
 			if err := exec(false); err != nil && isNoScript(err) {
 				_ = exec(true)
 			}
-			acks[i], _ = wait.Int64()
+			if cmds[i].Err() == nil {
+				acks[i], _ = conn.Wait(ctx, n, t).Result()
+			}
 		}()
 	}
 	wg.Wait()
+	if !w.apply(now, batches, cmds, acks) {
+		select {
+		case w.retry <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // node returns the client of the node that serves key: the client itself
@@ -604,7 +678,7 @@ func renewCmd(ctx context.Context, p redis.Pipeliner, b []*Hold, eval bool) *red
 		if h.Aux != "" {
 			keys = append(keys, h.Aux)
 		}
-		args = append(args, h.Kind, h.Token, h.leaseMS)
+		args = append(args, h.kindArg, h.Token, h.leaseMS)
 	}
 	if eval {
 		return scripts.Renew.Eval(ctx, p, keys, args...)

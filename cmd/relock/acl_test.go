@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/internal/redistest"
+)
+
+// TestACLOperator: the command lists, inspects and force-unlocks locks of
+// every type as a Redis user with the library's ACL rules and the two the
+// README adds for the command (redistest.ACLOperatorRules), and Redis
+// refuses it nothing; with the library's rules alone, list (SCAN) and
+// inspect (HGETALL in a script) are refused.
+func TestACLOperator(t *testing.T) {
+	redistest.RunReal(t, func(t *testing.T, s *redistest.Server) {
+		sc := newScene(t, s)
+		url := func(u *redistest.Server) string {
+			return "redis://" + u.Username + ":" + u.Password + "@" + s.Addr
+		}
+
+		lib := redistest.NewUser(t, s, redistest.ACLRules)
+		for _, cmd := range []string{"list", "inspect"} {
+			r := relockCmd(t, "", "-redis", url(lib), cmd, sc.name)
+			assert.NotEqual(t, 0, r.code, "%s without the operator's rules", cmd)
+			assert.Regexp(t, `NOPERM|can't run this command`, r.stderr, cmd)
+		}
+
+		op := redistest.NewUser(t, s, redistest.ACLRules+" "+redistest.ACLOperatorRules)
+		list := relockCmd(t, "", "-redis", url(op), "list", sc.name)
+		require.Equal(t, 0, list.code)
+		for _, kind := range []string{"mutex", "reentrant", "fair", "rwlock"} {
+			assert.Contains(t, list.stdout, kind)
+		}
+		inspect := relockCmd(t, "", "-redis", url(op), "inspect", sc.name)
+		require.Equal(t, 0, inspect.code)
+		force := relockCmd(t, "", "-redis", url(op), "-yes", "force-unlock", sc.name)
+		require.Equal(t, 0, force.code)
+		assert.Contains(t, force.stdout, "deleted mutex")
+		noTokens(t, sc, list, inspect, force)
+
+		log, err := s.Admin(t).ACLLog(context.Background(), 0).Result()
+		require.NoError(t, err)
+		for _, e := range log {
+			assert.NotEqual(t, op.Username, e.Username, "Redis refused the operator %s %q", e.Reason, e.Object)
+		}
+	})
+}

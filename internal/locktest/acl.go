@@ -1,0 +1,66 @@
+package locktest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock"
+	"github.com/relock-go/relock/internal/redistest"
+)
+
+// ACL runs, on the real redis-server as a user whose rights are exactly
+// the documented ACL rules (redistest.RunACL, redistest.ACLRules), the
+// shared behaviours that together send every kind of command relock sends:
+// lock, re-entry and unlock (Renewal), the watchdog's renewals and its
+// finding a deleted lock (Renewal, LostHoldRefusesLock), a contended wait
+// woken by a push, the operator's queries and force-unlock (Operator), a
+// pushed hand-off and its claim (HandOff), fencing (FenceAfterLocalLoss),
+// an abandoned wait, events and logs (Events). RunACL fails the test if
+// Redis refused the user anything on the way.
+func ACL(t *testing.T, k Kind) {
+	redistest.RunACL(t, func(t *testing.T) {
+		t.Run("Renewal", func(t *testing.T) { Renewal(t, k) })
+		t.Run("Operator", func(t *testing.T) { Operator(t, k) })
+		t.Run("HandOff", func(t *testing.T) { HandOff(t, k) })
+		if k.Type != "semaphore" { // permits have no fencing token
+			t.Run("FenceAfterLocalLoss", func(t *testing.T) { FenceAfterLocalLoss(t, k) })
+		}
+		t.Run("LostHoldRefusesLock", func(t *testing.T) { LostHoldRefusesLock(t, k) })
+		t.Run("Events", func(t *testing.T) { Events(t, k) })
+	})
+}
+
+// Renewal checks that the watchdog keeps a hold (re-entered, for a
+// reentrant kind) over several leases: another handle cannot take it, Lost
+// does not fire, and the lease left is renewed; after the unlocks the lock
+// is gone.
+func Renewal(t *testing.T, k Kind) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := testCtx(t)
+		const lease = 300 * time.Millisecond
+		c, _ := redistest.NewClient(t, s, relock.WithWatchdogTimeout(lease))
+		name := redistest.Name(t)
+		h, other := k.New(c, name), k.waiter(c, name)
+		depth := lockDepth(t, k, h)
+		time.Sleep(4 * lease)
+		ok, err := other.TryLock(ctx)
+		require.NoError(t, err)
+		assert.False(t, ok, "the lock expired while the watchdog renewed it")
+		select {
+		case <-h.Lost():
+			t.Fatalf("Lost fired while the watchdog renewed the lock: %v", h.LostErr())
+		default:
+		}
+		assert.True(t, h.Held())
+		ttl, err := h.(Queries).RemainingLease(ctx)
+		require.NoError(t, err)
+		assert.True(t, ttl > 0 && ttl <= lease, "RemainingLease %v outside (0, %v]", ttl, lease)
+		for i := 0; i < depth; i++ {
+			require.NoError(t, h.Unlock(ctx))
+		}
+		assert.Empty(t, s.Keys(t, k.Key(name)), "the lock is left after its unlocks")
+	})
+}

@@ -1,0 +1,292 @@
+package locktest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock"
+	"github.com/relock-go/relock/internal/core"
+	"github.com/relock-go/relock/internal/redistest"
+)
+
+// pushed bounds a hand-off that a pushed wake-up made: a waiter without
+// it retries on its timer, a second later (the tests' leases are long).
+const pushed = 600 * time.Millisecond
+
+// ClusterNames checks, on the binary's Redis Cluster, that every name the
+// API accepts keeps all the keys of its lock in one slot: holding,
+// waiting (queue keys, request records) and releasing never meet a
+// CROSSSLOT error.
+func ClusterNames(t *testing.T, k Kind) {
+	s := redistest.ClusterServer(t)
+	ctx := testCtx(t)
+	c, _ := redistest.NewClient(t, s)
+	base := redistest.Name(t)
+	for _, name := range []string{
+		base, base + "{a}b", "{" + base + "}", base + "}x", base + "{", base + "{}",
+		"{}" + base, base + "\x00\xff\xfe", base + ".名前", base + strings.Repeat("z", core.MaxNameLen-len(base)),
+	} {
+		h, w := k.New(c, name), k.waiter(c, name)
+		require.NoError(t, h.Lock(ctx), "%q", name)
+		ok, err := w.TryLock(ctx)
+		require.NoError(t, err, "%q", name)
+		require.False(t, ok, "%q", name)
+		wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		err = w.Lock(wctx) // queues itself, then gives up
+		cancel()
+		require.ErrorIs(t, err, context.DeadlineExceeded, "%q", name)
+		require.NoError(t, h.Unlock(ctx), "%q", name)
+		require.NoError(t, w.Lock(ctx), "%q", name)
+		require.NoError(t, w.Unlock(ctx), "%q", name)
+	}
+}
+
+// ClusterWakeUps checks wake-ups on the binary's Redis Cluster: locks of
+// different names live on different masters; a release publishes with
+// SPUBLISH (sharded pub/sub) on its lock's master only, never a
+// cluster-wide PUBLISH; a Client's waiters share at most one pub/sub
+// connection per master; and when those connections are killed, the
+// waiters' channels are subscribed again within a second (releases then
+// reach them by push), waiters released at once still get their locks,
+// and the next waiters are pushed again.
+func ClusterWakeUps(t *testing.T, k Kind) {
+	s := redistest.ClusterServer(t)
+	ctx := testCtx(t)
+	admin := s.Admin(t)
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	conns := "relock-test-" + hex.EncodeToString(b[:])
+	long := relock.WithWatchdogTimeout(30 * time.Second)
+	c := relock.New(s.Client(t), long)
+	t.Cleanup(func() { _ = c.Close() })
+	// The waiters' Client names its connections, to count them.
+	wc := relock.New(s.Client(t, func(o *redis.Options) { o.ClientName = conns }), long)
+	t.Cleanup(func() { _ = wc.Close() })
+
+	base := redistest.Name(t)
+	names := make([]string, 12)
+	masters := map[string]bool{}
+	for i := range names {
+		names[i] = base + "." + strconv.Itoa(i)
+		m, err := admin.(*redis.ClusterClient).MasterForKey(ctx, k.Key(names[i]))
+		require.NoError(t, err)
+		masters[m.Options().Addr] = true
+	}
+	require.Len(t, masters, 3, "12 names on fewer than 3 masters")
+
+	stats := func() (pub, spub int64) {
+		var mu sync.Mutex
+		require.NoError(t, admin.(*redis.ClusterClient).ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			info := m.Info(ctx, "commandstats").Val()
+			mu.Lock()
+			defer mu.Unlock()
+			pub += calls(info, "publish")
+			spub += calls(info, "spublish")
+			return nil
+		}))
+		return pub, spub
+	}
+	// pubSubConns counts the waiters' Client's pub/sub connections per
+	// master.
+	pubSubConns := func() map[string]int {
+		out := map[string]int{}
+		var mu sync.Mutex
+		require.NoError(t, admin.(*redis.ClusterClient).ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			list := m.ClientList(ctx).Val()
+			mu.Lock()
+			defer mu.Unlock()
+			for _, line := range strings.Split(list, "\n") {
+				if strings.Contains(line, " name="+conns+" ") && strings.Contains(line, " flags=P ") {
+					out[m.Options().Addr]++
+				}
+			}
+			return nil
+		}))
+		return out
+	}
+
+	// round: every name held, a waiter behind each, then every holder
+	// releases; each waiter's Lock must return within within of its
+	// release.
+	round := func(within time.Duration, during func()) {
+		t.Helper()
+		holders := make([]Handle, len(names))
+		waits := make([]<-chan error, len(names))
+		waiters := make([]Handle, len(names))
+		for i, name := range names {
+			holders[i] = k.New(c, name)
+			require.NoError(t, holders[i].Lock(ctx))
+			waiters[i] = k.waiter(wc, name)
+			waits[i] = lockAsync(ctx, waiters[i])
+		}
+		time.Sleep(queued)
+		if during != nil {
+			during()
+		}
+		for i, h := range holders {
+			released := time.Now()
+			require.NoError(t, h.Unlock(ctx))
+			require.NoError(t, await(t, waits[i], 5*time.Second, "a waiter's Lock"))
+			assert.Less(t, time.Since(released), within, "hand-off of %s", names[i])
+			require.NoError(t, waiters[i].Unlock(ctx))
+		}
+	}
+
+	pub0, spub0 := stats()
+	round(pushed, func() {
+		per := pubSubConns()
+		assert.Len(t, per, 3, "waiters on every master, each with a subscription there: %v", per)
+		for addr, n := range per {
+			assert.Equal(t, 1, n, "pub/sub connections of one Client on master %s", addr)
+		}
+	})
+	pub1, spub1 := stats()
+	assert.Equal(t, pub0, pub1, "a cluster-wide PUBLISH")
+	assert.GreaterOrEqual(t, spub1-spub0, int64(len(names)), "SPUBLISH calls for %d releases", len(names))
+
+	// Pub/sub connections killed while waiters wait: the Client
+	// subscribes their channels again, and the releases that follow
+	// reach them by push...
+	kill := func() {
+		require.NoError(t, admin.(*redis.ClusterClient).ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			return m.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Err()
+		}))
+	}
+	round(pushed, func() {
+		kill()
+		time.Sleep(time.Second)
+	})
+	// ... and releases right after the kill still reach their waiters (on
+	// their timers, at most a second apart, if not by push).
+	round(5*time.Second, kill)
+	round(pushed, nil)
+}
+
+// calls returns the calls count of cmd in INFO commandstats.
+func calls(info, cmd string) int64 {
+	prefix := "cmdstat_" + cmd + ":calls="
+	for _, line := range strings.Split(info, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), prefix); ok {
+			n, _ := strconv.ParseInt(strings.SplitN(rest, ",", 2)[0], 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// ClusterFailover kills a master of a cluster of the test's own while
+// locks are held on every master, and checks what the README promises:
+// nothing hangs; the locks of the other masters are untouched; a hold on
+// the dead master is either kept (its key had reached the replica that
+// took over) or reported lost (Lost fires, Unlock returns ErrNotHeld),
+// and never may another owner take a lock whose holder was not told; a
+// hold made WithSyncReplicas, acknowledged by the replica, is kept from
+// other owners; and the lock works again once the replica took over.
+func ClusterFailover(t *testing.T, k Kind) {
+	cl := redistest.StartCluster(t, 3, time.Second)
+	s := &redistest.Server{Addr: cl.Nodes[1].Addr, Cluster: cl}
+	ctx := testCtx(t)
+	// Leases long enough to outlast the failover (about 2-3 s).
+	c, rdb := redistest.NewClient(t, s, relock.WithWatchdogTimeout(6*time.Second))
+	other, _ := redistest.NewClient(t, s)
+	cc := rdb.(*redis.ClusterClient)
+	victim := cl.Nodes[0] // a master: the masters come first
+
+	type hold struct {
+		name   string
+		h      Handle
+		synced bool
+		dead   bool // on the master that dies
+	}
+	base := redistest.Name(t)
+	var holds []hold
+	onVictim, synced := 0, 0
+	for i := 0; i < 24; i++ {
+		name := base + "." + strconv.Itoa(i)
+		m, err := cc.MasterForKey(ctx, k.Key(name))
+		require.NoError(t, err)
+		dead := m.Options().Addr == victim.Addr
+		var opts []relock.LockOption
+		if dead && i%2 == 1 {
+			opts = append(opts, relock.WithSyncReplicas(1, 2*time.Second))
+		}
+		h := k.New(c, name, opts...)
+		require.NoError(t, h.Lock(ctx), "lock %s", name)
+		holds = append(holds, hold{name: name, h: h, synced: len(opts) > 0, dead: dead})
+		if dead {
+			onVictim++
+			if len(opts) > 0 {
+				synced++
+			}
+		}
+	}
+	require.Positive(t, onVictim, "no name on the master that dies")
+	require.Positive(t, synced, "no synced hold on the master that dies")
+
+	require.NoError(t, victim.Crash())
+	promoted := cl.Nodes[3] // the victim's replica
+	require.Eventually(t, func() bool {
+		info := promoted.Client(t).Info(ctx, "replication").Val()
+		return strings.Contains(info, "role:master")
+	}, 20*time.Second, 50*time.Millisecond, "the replica never took over")
+	// Give the watchdog a lease to renew at the new master, or to report.
+	time.Sleep(2 * time.Second)
+
+	call := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 10*time.Second) }
+	kept, lost := 0, 0
+	for _, x := range holds {
+		cctx, cancel := call()
+		ok, err := k.New(other, x.name).TryLock(cctx)
+		cancel()
+		require.NoError(t, err, "TryLock of %s after the failover", x.name)
+		wasLost := false
+		select {
+		case <-x.h.Lost():
+			wasLost = true
+		default:
+		}
+		switch {
+		case !x.dead:
+			assert.False(t, ok, "another owner took %s, on a master that did not die", x.name)
+			assert.False(t, wasLost, "%s lost, on a master that did not die", x.name)
+		case x.synced:
+			assert.False(t, ok, "another owner took %s, held WithSyncReplicas", x.name)
+		case ok:
+			// Taken by another owner: the holder must have been told.
+			assert.True(t, wasLost, "%s taken by another owner while its holder was not told", x.name)
+		}
+		cctx, cancel = call()
+		err = x.h.Unlock(cctx)
+		cancel()
+		if wasLost {
+			lost++
+			assert.ErrorIs(t, err, relock.ErrNotHeld, "Unlock of %s after Lost", x.name)
+		} else {
+			kept++
+			assert.NoError(t, err, "Unlock of %s, never reported lost", x.name)
+		}
+	}
+	t.Logf("%d holds on the dead master (%d synced): %d kept, %d reported lost", onVictim, synced, kept-(len(holds)-onVictim), lost)
+
+	// The lock works again on the promoted replica.
+	for _, x := range holds {
+		if !x.dead {
+			continue
+		}
+		cctx, cancel := call()
+		h := k.New(other, x.name)
+		require.NoError(t, h.Lock(cctx), "Lock of %s after the failover", x.name)
+		require.NoError(t, h.Unlock(cctx))
+		cancel()
+	}
+}

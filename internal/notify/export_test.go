@@ -1,0 +1,4 @@
+package notify
+
+// IsRefusal is isRefusal, for the external tests.
+var IsRefusal = isRefusal

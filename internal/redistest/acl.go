@@ -1,0 +1,141 @@
+package redistest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ACLUser is the name of the restricted user of RunACL, as in the README.
+const ACLUser = "relock"
+
+// ACLRules are the ACL rules of a Redis user that can use everything relock
+// does (every lock type, waits, the watchdog, fencing, WithSyncReplicas,
+// queries and force-unlock) and nothing else: relock's keys and channels
+// (relock:<kind>:{name}..., including a fair waiter's own channel), and
+// exactly the commands relock sends and those its scripts call.
+//
+//   - sent by relock: EVALSHA, and EVAL when the server answers NOSCRIPT;
+//     SET (a mutex's first attempt, SET NX PX); GET, EXISTS, PTTL, HGET
+//     (queries); WAIT (WithSyncReplicas); SUBSCRIBE, UNSUBSCRIBE and PING
+//     on the pub/sub connection;
+//   - sent by go-redis when it opens a connection: CLIENT SETNAME (with
+//     Options.ClientName), SELECT (with Options.DB > 0); HELLO and AUTH
+//     need no rule; CLIENT SETINFO (Redis 7.2+; go-redis ignores its
+//     refusal) is left out, as Redis 7.0 rejects the rule;
+//   - called by the scripts (internal/scripts/*.lua): the rest.
+//
+// The README's "ACL" section shows them in one ACL SETUSER line, which
+// TestACLLine (package relock) checks against ACLLine.
+const ACLRules = "resetkeys ~relock:* resetchannels &relock:* -@all " +
+	"+evalsha +eval +set +get +exists +pttl +hget +wait +subscribe +unsubscribe +ping " +
+	"+client|setname +select " +
+	"+del +incr +decr +pexpire +hset +hdel +hexists +hincrby +hmget " +
+	"+zadd +zrem +zcard +zscore +zrange +zrangebyscore +zremrangebyscore +publish +time"
+
+// ACLOperatorRules are the rules that the relock command (cmd/relock)
+// needs beyond ACLRules: SCAN (list) and HGETALL (inspect's scripts read
+// whole hashes). The README gives them as "ACL SETUSER relock " +
+// ACLOperatorRules.
+const ACLOperatorRules = "+scan +hgetall"
+
+// ACLLine is the ACL SETUSER command that creates (or resets the rules
+// of) user with password and ACLRules, as the README writes it.
+func ACLLine(user, password string) string {
+	return "ACL SETUSER " + user + " on >" + password + " " + ACLRules
+}
+
+var (
+	aclOnce sync.Once
+	aclSrv  *Server
+	aclErr  error
+)
+
+// ACL returns the package's real redis-server as ACLUser, a user with
+// exactly ACLRules (created once per test binary); like Real, it skips t,
+// or fails it with RELOCK_REQUIRE_REDIS=1, without a server.
+func ACL(t testing.TB) *Server {
+	t.Helper()
+	r := Real(t)
+	aclOnce.Do(func() {
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		pw := hex.EncodeToString(b[:])
+		if aclErr = SetUser(context.Background(), r, ACLLine(ACLUser, pw)); aclErr == nil {
+			aclSrv = &Server{Addr: r.Addr, Username: ACLUser, Password: pw}
+		}
+	})
+	if aclErr != nil {
+		t.Fatalf("create the ACL user: %v", aclErr)
+	}
+	return aclSrv
+}
+
+// SetUser runs line, an "ACL SETUSER user rules..." command, on s as its
+// default user.
+func SetUser(ctx context.Context, s *Server, line string) error {
+	c := redis.NewClient(s.adminOptions())
+	defer c.Close()
+	args := []any{}
+	for _, f := range strings.Fields(line) {
+		args = append(args, f)
+	}
+	return c.Do(ctx, args...).Err()
+}
+
+// NewUser creates a user of t's own on the real server s with password
+// "pw" and the given rules (ACL SETUSER syntax), deletes it at the end of
+// t, and returns s as that user.
+func NewUser(t testing.TB, s *Server, rules string) *Server {
+	t.Helper()
+	user := "u-" + strings.NewReplacer("/", "-", ".", "-").Replace(Name(t))
+	if err := SetUser(context.Background(), s, "ACL SETUSER "+user+" reset on >pw "+rules); err != nil {
+		t.Fatalf("create user %s: %v", user, err)
+	}
+	t.Cleanup(func() {
+		c := redis.NewClient(s.adminOptions())
+		defer c.Close()
+		_ = c.Do(context.Background(), "ACL", "DELUSER", user).Err()
+	})
+	u := *s
+	u.Username, u.Password = user, "pw"
+	return &u
+}
+
+// RunACL runs f with every Run and RunReal inside it (see RunOn) running
+// on the real redis-server only, with clients (Server.Client,
+// NewClient) that connect as ACLUser, whose rights are exactly ACLRules;
+// Server.Keys and Server.Admin stay unrestricted for the tests' own checks.
+// At the end it fails t if the server refused ACLUser anything (its ACL
+// LOG): whatever relock or a shared test sent was within the rules, even
+// a refusal that the library swallowed.
+func RunACL(t *testing.T, f func(t *testing.T)) {
+	t.Helper()
+	s := ACL(t)
+	admin := s.Admin(t)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		log, err := admin.ACLLog(ctx, 0).Result()
+		if err != nil {
+			t.Errorf("ACL LOG: %v", err)
+			return
+		}
+		var refused []string
+		for _, e := range log {
+			if e.Username == ACLUser {
+				refused = append(refused, fmt.Sprintf("%s %q (%s, %d times)", e.Reason, e.Object, e.Context, e.Count))
+			}
+		}
+		if len(refused) > 0 {
+			t.Errorf("Redis refused the ACL user %s: %s", ACLUser, strings.Join(refused, "; "))
+			_ = admin.ACLLogReset(ctx).Err() // report each refusal once
+		}
+	})
+	RunOn(t, s, "redis-acl", f)
+}

@@ -1,0 +1,25 @@
+package shard
+
+import (
+	"context"
+	"errors"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Refresh asks a Cluster client to reload its view of the cluster after
+// err, when err is no reply from Redis but a node out of reach (refused,
+// reset, timed out): the node may have died and its replica taken over,
+// which go-redis learns by itself only from a MOVED reply or its periodic
+// reload (every 10 s). The reload runs in the background, at most one at
+// a time (go-redis's LazyReload). Other clients and errors: nothing.
+func Refresh(rdb redis.UniversalClient, err error) {
+	cc, ok := rdb.(*redis.ClusterClient)
+	if !ok || err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return
+	}
+	if rerr := redis.Error(nil); errors.As(err, &rerr) {
+		return // a reply: the node is there
+	}
+	cc.ReloadState(context.Background())
+}

@@ -1,0 +1,65 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock"
+	"github.com/relock-go/relock/redlock"
+)
+
+// A job that must not run twice at once, locked on three independent
+// masters: it keeps running while any one of them is down.
+func Example() {
+	ctx := context.Background()
+	var servers []*miniredis.Miniredis
+	var clients []*relock.Client // one Client per master, shared by every lock of the process
+	for range 3 {
+		srv, _ := miniredis.Run() // in production: three servers on separate machines, no replicas of each other
+		defer srv.Close()
+		c := relock.New(redis.NewClient(&redis.Options{Addr: srv.Addr()}))
+		defer c.Close()
+		servers = append(servers, srv)
+		clients = append(clients, c)
+	}
+
+	lock := redlock.New(clients, "nightly-report")
+	if err := lock.Lock(ctx); err != nil {
+		panic(err) // errors.Is(err, redlock.ErrNoQuorum): most masters are unreachable
+	}
+	work, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		select {
+		case <-lock.Lost(): // a majority can no longer be confirmed: stop
+			stop()
+		case <-work.Done():
+		}
+	}()
+
+	// One master fails during the job: the lock holds.
+	servers[2].Close()
+	other := redlock.New(clients, "nightly-report") // another owner, as another process would be
+	ok, err := other.TryLock(ctx)
+	fmt.Println("another owner got it:", ok, err)
+
+	// ... the job, which watches work.Done() ...
+	fmt.Println("unlock:", lock.Unlock(ctx))
+	ok, err = other.TryLock(ctx)
+	fmt.Println("after the unlock, another owner got it:", ok, err)
+	fmt.Println("unlock:", other.Unlock(ctx))
+
+	servers[1].Close() // two of three down: no majority
+	_, err = other.TryLock(ctx)
+	fmt.Println("with 2 of 3 masters down:", errors.Is(err, redlock.ErrNoQuorum))
+	// Output:
+	// another owner got it: false <nil>
+	// unlock: <nil>
+	// after the unlock, another owner got it: true <nil>
+	// unlock: <nil>
+	// with 2 of 3 masters down: true
+}

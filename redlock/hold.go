@@ -1,0 +1,188 @@
+package redlock
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/relock-go/relock/internal/core"
+	"github.com/relock-go/relock/internal/lockerr"
+	"github.com/relock-go/relock/internal/watchdog"
+)
+
+// What a hold knows of one master.
+const (
+	stNone    = iota // not asked (its Client was closed)
+	stUnknown        // asked; no answer yet, or an error: it may hold our key
+	stRefused        // refused: another owner's key was there
+	stHeld           // granted, and watched by the master's Client watchdog
+	stLost           // granted, then lost there (gone, expired or closed)
+)
+
+// hold is one hold of a Mutex, from the Lock that took a majority to the
+// Unlock (or the loss of the majority).
+//
+// Each granting master's hold is watched by that master's Client
+// watchdog, as a plain mutex hold is: renewed in the watchdog's batches
+// (without WithLease), and declared lost there when a renewal finds the
+// key gone, or when no renewal is confirmed before its own local deadline
+// (acquire start + lease - drift, moved forward by each confirmation).
+// The hold is lost when fewer than a majority of the masters' holds are
+// still alive: from then on a majority of keys can no longer be counted
+// on.
+type hold struct {
+	m     *Mutex
+	start time.Time // when the granting attempt was sent
+	req   string    // its request id (an abort of it refuses a late copy)
+	since time.Time // when Lock returned it
+	lost  chan struct{}
+
+	mu    sync.Mutex
+	state []int
+	wd    []*watchdog.Hold // per master, while stHeld or stLost
+	alive int              // masters in stHeld
+	ended bool             // Unlock began
+	err   error            // why it was lost; nil while not
+}
+
+func (m *Mutex) newHold(start time.Time, req string, state []int) *hold {
+	h := &hold{m: m, start: start, req: req, since: time.Now(), lost: make(chan struct{}),
+		state: state, wd: make([]*watchdog.Hold, len(state))}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, s := range state {
+		if s == stHeld {
+			h.state[i] = stUnknown // watchLocked makes it held
+			h.watchLocked(i)
+		}
+	}
+	return h
+}
+
+// watchLocked makes master i's grant part of the hold and has its Client
+// watchdog watch it. The caller holds h.mu.
+func (h *hold) watchLocked(i int) {
+	m := h.m
+	w := watchdog.NewHold(m.keys.Lock, watchdog.KindString, m.token)
+	w.OnLost = func(cause error) { h.masterLost(i, cause) }
+	h.wd[i] = w
+	h.state[i] = stHeld
+	h.alive++
+	o := &m.owners[i]
+	if o.E.WD.Add(w, h.start, m.lease, o.Watched()) {
+		h.masterLostLocked(i, lockerr.ClosedLoss)
+	}
+}
+
+// late takes the reply of a master that answered the granting attempt
+// after it was decided: a grant joins the hold (if it is still on).
+func (h *hold) late(r reply) {
+	if r.err != nil || len(r.val) < 2 {
+		return // unknown: Unlock aborts the request there
+	}
+	h.mu.Lock()
+	var ev *core.Event
+	if h.state[r.i] == stUnknown {
+		switch {
+		case r.val[0] != 1:
+			h.state[r.i] = stRefused
+		case !h.ended && h.err == nil:
+			h.watchLocked(r.i)
+			ev = h.lostEvent()
+		}
+	}
+	h.mu.Unlock()
+	h.m.emit(ev)
+}
+
+// masterLost is the Client watchdog of master i telling that its hold
+// there is lost.
+func (h *hold) masterLost(i int, cause error) {
+	h.mu.Lock()
+	h.masterLostLocked(i, cause)
+	ev := h.lostEvent()
+	h.mu.Unlock()
+	h.m.emit(ev)
+}
+
+// masterLostLocked counts the loss of master i; when it leaves fewer than
+// a majority alive, the hold is lost, and the other masters' holds are no
+// longer renewed (Unlock deletes them; otherwise they expire within a
+// lease).
+func (h *hold) masterLostLocked(i int, cause error) {
+	if h.state[i] != stHeld || h.ended {
+		return
+	}
+	h.state[i] = stLost
+	h.alive--
+	if h.err != nil || h.alive >= h.m.quorum {
+		return
+	}
+	lostOn := 0
+	for j, s := range h.state {
+		switch s {
+		case stLost:
+			lostOn++
+		case stHeld:
+			h.m.owners[j].E.WD.Remove(h.wd[j])
+		}
+	}
+	detail := fmt.Sprintf("no majority of masters: held on %d of %d, %d needed (lost on %d; last: %s)",
+		h.alive, len(h.state), h.m.quorum, lostOn, strings.TrimPrefix(cause.Error(), lockerr.NotHeld.Error()+": "))
+	h.loseLocked(reasonOf(cause), detail)
+}
+
+// loseLocked declares the hold lost. The caller holds h.mu.
+func (h *hold) loseLocked(reason error, detail string) {
+	if h.err != nil {
+		return
+	}
+	h.err = lockerr.Loss(reason, detail)
+	close(h.lost)
+}
+
+// lostEvent returns the EventLost to emit once h.mu is released, if the
+// hold was just lost and somebody observes events; it is returned once.
+func (h *hold) lostEvent() *core.Event {
+	if h.err == nil || h.since.IsZero() || !h.m.observing() {
+		return nil
+	}
+	ev := h.m.event(core.EventLost, h.err)
+	ev.Held = time.Since(h.since)
+	h.since = time.Time{} // reported
+	return &ev
+}
+
+// reasonOf returns the reason sentinel a loss matches.
+func reasonOf(cause error) error {
+	for _, r := range []error{lockerr.Gone, lockerr.Closed} {
+		if errors.Is(cause, r) {
+			return r
+		}
+	}
+	return lockerr.Expired
+}
+
+// end marks the hold as ending (Unlock) and stops its renewals. It
+// returns what Unlock needs: the masters' states, when the hold began,
+// and the loss (if any).
+func (h *hold) end() (state []int, since time.Time, lost error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ended = true
+	for i, s := range h.state {
+		if s == stHeld {
+			h.m.owners[i].E.WD.Remove(h.wd[i])
+		}
+	}
+	return append([]int(nil), h.state...), h.since, h.err
+}
+
+// Err returns why the hold was lost, or nil.
+func (h *hold) Err() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.err
+}

@@ -25,6 +25,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock"
 )
 
 // Locker is one owner of a named lock, as a process would hold it. A
@@ -106,9 +108,26 @@ type Kind struct {
 	// over): the many-waiters scenario and the redis-memory scenario's
 	// waiters apply.
 	Queue bool
+	// Masters is the number of independent masters of a multi-master
+	// (Redlock) kind, 0 for a kind on one server. Such a kind runs only
+	// the uncontended and hand-off scenarios, its Open ignores the server
+	// it is given, and it is compared only with the peers of as many
+	// masters.
+	Masters int
+	// Cluster is the Redis Cluster that a cluster kind (-cluster: one of
+	// relock's kinds on a go-redis ClusterClient) runs on, nil for a kind
+	// on one server. Such a kind runs only the uncontended and hand-off
+	// scenarios, its Open ignores the server it is given, its floors are
+	// measured on the cluster, and it is compared with the same lock type
+	// on the single server.
+	Cluster *Cluster
 	// Note is a short description shown in reports (options used).
 	Note string
 	// Open connects one process to srv. Every command it sends goes
 	// through cnt.
 	Open func(srv *Server, cnt *Counter, o OpenOptions) (Conn, error)
+
+	// newLock makes the lock of one of relock's kinds (RelockKind), which
+	// -cluster runs again on a cluster client; nil for other kinds.
+	newLock func(c *relock.Client, name string) Locker
 }

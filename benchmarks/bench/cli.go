@@ -25,6 +25,8 @@ func Main(name string, args []string, kinds []Kind, stdout, stderr io.Writer) in
 	fs.SetOutput(stderr)
 	var (
 		url         = fs.String("redis", "", "measure against the Redis server at this URL (redis://host:port); default: an embedded miniredis")
+		redlockURLs = fs.String("redlock", "", "comma-separated URLs (or host:port) of 3 or more independent servers: adds multi-master kinds (Redlock on 3 and 5 of them) to the uncontended and hand-off scenarios")
+		clusterURLs = fs.String("cluster", "", "comma-separated URLs (or host:port) of nodes of a Redis Cluster: adds relock's kinds on a go-redis ClusterClient (kind@cluster) to the uncontended and hand-off scenarios")
 		duration    = fs.Duration("duration", time.Second, "length of one measurement")
 		scenarios   = fs.String("scenarios", strings.Join(Scenarios, ","), "comma-separated scenarios to run")
 		kindList    = fs.String("kinds", "", "comma-separated kinds to run, by name or name prefix (default: all)")
@@ -76,6 +78,22 @@ func Main(name string, args []string, kinds []Kind, stdout, stderr io.Writer) in
 		return writeReport(rep, *jsonOut, *svgFile, *jsonFile, stdout, fail)
 	}
 
+	var masters []*Server
+	if *redlockURLs != "" {
+		var err error
+		if masters, err = dialMasters(*redlockURLs); err != nil {
+			return fail("%v", err)
+		}
+		kinds = append(kinds[:len(kinds):len(kinds)], multiMasterKinds(masters)...)
+	}
+	var cluster *Cluster
+	if *clusterURLs != "" {
+		var err error
+		if cluster, err = dialCluster(*clusterURLs); err != nil {
+			return fail("%v", err)
+		}
+		kinds = append(kinds[:len(kinds):len(kinds)], clusterKinds(kinds, cluster)...)
+	}
 	plan := Plan{Kinds: selectKinds(kinds, *kindList)}
 	if len(plan.Kinds) == 0 {
 		return fail("no kind matches -kinds %q", *kindList)
@@ -149,6 +167,12 @@ func Main(name string, args []string, kinds []Kind, stdout, stderr io.Writer) in
 		Readers: plan.Readers, Waiters: plan.Waiters, LockNames: cfg.LockNames, LockWorkers: cfg.LockWorkers,
 		MemoryLocks: cfg.MemoryLocks, MemoryWaiters: cfg.MemoryWaiters, RecordRate: cfg.RecordRate,
 	}}
+	if len(masters) > 0 {
+		rep.Meta.RedlockMasters = describeMasters(masters)
+	}
+	if cluster != nil {
+		rep.Meta.Cluster = cluster.Describe()
+	}
 	for _, k := range plan.Kinds {
 		rep.Meta.Kinds = append(rep.Meta.Kinds, KindInfo{Name: k.Name, Peer: k.Peer, Note: k.Note})
 		if k.Name == *base {

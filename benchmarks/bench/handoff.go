@@ -40,12 +40,24 @@ func Handoff(ctx context.Context, cfg Config, k Kind) Result {
 	name := UniqueName("handoff")
 	holder, waiter := holderConn.New(name), waiterConn.New(name)
 	st := &HandoffStats{RTT: cfg.RTT, HoldMin: cfg.HandoffHold / 2, HoldMax: cfg.HandoffHold * 3 / 2}
-	floor, err := newPushFloor(ctx, cfg.Server, name)
+	var floor *pushFloor
+	if k.Cluster != nil {
+		floor, err = newClusterPushFloor(ctx, k.Cluster, name)
+	} else {
+		floor, err = newPushFloor(ctx, cfg.Server, name)
+	}
 	if err != nil {
 		res.Err = err.Error()
 		return res
 	}
 	defer floor.Close()
+	if k.Cluster != nil {
+		// The run's RTT is the single server's: measure the master's.
+		if st.RTT, err = floor.hotRTT(ctx, 200); err != nil {
+			res.Err = err.Error()
+			return res
+		}
+	}
 	jitter := func() time.Duration {
 		return st.HoldMin + time.Duration(rand.Int64N(int64(st.HoldMax-st.HoldMin)+1))
 	}
@@ -105,6 +117,7 @@ func Handoff(ctx context.Context, cfg Config, k Kind) Result {
 	cfg.started()
 	c0 := cnt.Snapshot()
 	s0, subsOK := cfg.Server.PubSubCalls(ctx)
+	subsOK = subsOK && k.Cluster == nil // the server counted is not the cluster
 	b := cfg.budget()
 	start := time.Now()
 	var lats, rels, floors, pings []time.Duration

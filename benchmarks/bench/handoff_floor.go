@@ -15,8 +15,14 @@ import (
 // waiter takes the key with SET NX PX. It also measures a PING sent after
 // the same idle hold: on a machine that was idle, a round trip costs more
 // than in a hot loop, and the hand-off is made of such round trips.
+//
+// On a cluster the holder publishes with SPUBLISH to a channel of the
+// key's slot, which the waiter's cluster client receives with SSUBSCRIBE
+// from the key's master, and the PING goes to that master.
 type pushFloor struct {
-	holder, waiter, sub *redis.Client
+	holder, waiter, sub redis.UniversalClient
+	cluster             bool
+	pinger              redis.UniversalClient // the key's server
 	ps                  *redis.PubSub
 	msgs                <-chan *redis.Message
 	channel, key        string
@@ -30,13 +36,54 @@ func newPushFloor(ctx context.Context, srv *Server, name string) (*pushFloor, er
 		channel: "relockbench:floor:" + name,
 		key:     "relockbench:floor:{" + name + "}",
 	}
+	f.pinger = f.holder
 	f.ps = f.sub.Subscribe(ctx, f.channel)
+	return f.subscribed(ctx)
+}
+
+// newClusterPushFloor is newPushFloor on cluster clients of c.
+func newClusterPushFloor(ctx context.Context, c *Cluster, name string) (*pushFloor, error) {
+	holder, sub := c.NewRedis(nil), c.NewRedis(nil)
+	f := &pushFloor{
+		holder:  holder,
+		waiter:  c.NewRedis(nil),
+		sub:     sub,
+		cluster: true,
+		key:     "relockbench:floor:{" + name + "}",
+	}
+	f.channel = f.key // a channel of the key's slot: published on its master
+	master, err := holder.MasterForKey(ctx, f.key)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("floor: master of %q: %w", f.key, err)
+	}
+	f.pinger = master // the cluster client's own, closed with it
+	f.ps = sub.SSubscribe(ctx, f.channel)
+	return f.subscribed(ctx)
+}
+
+// subscribed waits for f's subscription to be confirmed.
+func (f *pushFloor) subscribed(ctx context.Context) (*pushFloor, error) {
 	if _, err := f.ps.Receive(ctx); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("floor subscribe: %w", err)
 	}
 	f.msgs = f.ps.Channel()
 	return f, nil
+}
+
+// publish is the holder's release message.
+func (f *pushFloor) publish(ctx context.Context) error {
+	if f.cluster {
+		return f.holder.SPublish(ctx, f.channel, "1").Err()
+	}
+	return f.holder.Publish(ctx, f.channel, "1").Err()
+}
+
+// hotRTT is the median of n PINGs in a hot loop to the key's server,
+// after a warm-up.
+func (f *pushFloor) hotRTT(ctx context.Context, n int) (time.Duration, error) {
+	return pingRTT(ctx, f.pinger, n)
 }
 
 // handoff runs one floor hand-off after an idle hold.
@@ -59,7 +106,7 @@ func (f *pushFloor) handoff(ctx context.Context, hold time.Duration) (time.Durat
 	}()
 	time.Sleep(hold)
 	t0 := time.Now()
-	if err := f.holder.Publish(ctx, f.channel, "1").Err(); err != nil {
+	if err := f.publish(ctx); err != nil {
 		return 0, fmt.Errorf("floor publish: %w", err)
 	}
 	if err := <-done; err != nil {
@@ -75,7 +122,7 @@ func (f *pushFloor) handoff(ctx context.Context, hold time.Duration) (time.Durat
 func (f *pushFloor) ping(ctx context.Context, hold time.Duration) (time.Duration, error) {
 	time.Sleep(hold)
 	t0 := time.Now()
-	if err := f.holder.Ping(ctx).Err(); err != nil {
+	if err := f.pinger.Ping(ctx).Err(); err != nil {
 		return 0, fmt.Errorf("ping: %w", err)
 	}
 	return time.Since(t0), nil

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -99,7 +100,7 @@ func (r *Report) writeRatios(b *strings.Builder) error {
 	var peers []string
 	seen := map[string]bool{}
 	for _, res := range r.Results {
-		if res.Peer && !seen[res.Kind] {
+		if res.Peer && res.Masters == 0 && !seen[res.Kind] {
 			seen[res.Kind] = true
 			peers = append(peers, res.Kind)
 		}
@@ -182,4 +183,99 @@ func ratioCell(base, peer *Result, m ratioMetric) string {
 		s += " (stalled)"
 	}
 	return s
+}
+
+// writeMultiRatios writes each multi-master relock kind over the peers of
+// as many masters (redsync/redlock-5 for relock/redlock-5), per scenario
+// and metric: one column per peer library, one row per relock kind,
+// scenario and metric.
+func (r *Report) writeMultiRatios(b *strings.Builder) {
+	family := func(kind string) string {
+		if i := strings.LastIndex(kind, "-"); i > 0 {
+			return kind[:i]
+		}
+		return kind
+	}
+	var fams, kinds []string
+	for _, res := range r.Results {
+		switch {
+		case res.Masters == 0:
+		case res.Peer && !slices.Contains(fams, family(res.Kind)):
+			fams = append(fams, family(res.Kind))
+		case !res.Peer && !slices.Contains(kinds, res.Kind):
+			kinds = append(kinds, res.Kind)
+		}
+	}
+	if len(fams) == 0 || len(kinds) == 0 {
+		return
+	}
+	find := func(masters int, fam, label string) *Result {
+		for i := range r.Results {
+			res := &r.Results[i]
+			if res.Peer && res.Masters == masters && family(res.Kind) == fam && res.Label() == label {
+				return res
+			}
+		}
+		return nil
+	}
+	b.WriteString("\n" + wrap("Ratios of the multi-master kinds over the peers on as many masters (same run, same "+
+		"servers). Lower is better for relock.", 0, reportWidth))
+	right := []bool{false, false, false}
+	for range fams {
+		right = append(right, true)
+	}
+	t := &table{right: right}
+	t.add(append([]string{"KIND", "SCENARIO", "METRIC"}, fams...)...)
+	for _, kind := range kinds {
+		for i := range r.Results {
+			res := &r.Results[i]
+			if res.Kind != kind || res.Skipped != "" {
+				continue
+			}
+			for _, name := range metricsFor(res.Scenario) {
+				m := metricByName(name)
+				if m.higher {
+					name += " +"
+				}
+				cells := []string{kind, res.Label(), name}
+				for _, f := range fams {
+					cells = append(cells, ratioCell(res, find(res.Masters, f, res.Label()), m))
+				}
+				t.add(cells...)
+			}
+		}
+	}
+	t.write(b, 4)
+}
+
+// writeClusterRatios writes each cluster kind over the same lock type on
+// the single server, per scenario and metric.
+func (r *Report) writeClusterRatios(b *strings.Builder) {
+	t := &table{right: []bool{false, false, false, true}}
+	t.add("KIND", "SCENARIO", "METRIC", "CLUSTER/SINGLE")
+	rows := 0
+	for i := range r.Results {
+		res := &r.Results[i]
+		single := singleKind(res)
+		if single == "" || res.Skipped != "" {
+			continue
+		}
+		var sres *Result
+		for j := range r.Results {
+			if o := &r.Results[j]; o.Kind == single && o.Cluster == 0 && o.Label() == res.Label() {
+				sres = o
+			}
+		}
+		for _, name := range metricsFor(res.Scenario) {
+			m := metricByName(name)
+			t.add(res.Kind, res.Label(), name, ratioCell(res, sres, m))
+			rows++
+		}
+	}
+	if rows == 0 {
+		return
+	}
+	b.WriteString("\n" + wrap("Ratios of the cluster kinds over the same lock type on the single server (same run). "+
+		"Each is over its own floor where the metric says so: the cluster's for the cluster kind.", 0, reportWidth))
+	t.write(b, 4)
 }

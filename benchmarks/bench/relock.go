@@ -36,8 +36,13 @@ func RelockKinds() []Kind { return append([]Kind(nil), relockKinds...) }
 // RelockKind returns the Kind of a relock lock type made by newLock on a
 // relock.Client of its own go-redis client. This is the whole adapter:
 // relock's handles already have Lock(ctx) and Unlock(ctx) (and the rwlock
-// RLock and RUnlock).
+// RLock and RUnlock). With -cluster, Main also runs it on the cluster.
 func RelockKind(name string, newLock func(c *relock.Client, name string) Locker) Kind {
+	return relockKind(name, newLock, func(srv *Server, cnt *Counter) redis.UniversalClient { return srv.NewRedis(cnt) })
+}
+
+// relockKind is RelockKind on the go-redis client that dial returns.
+func relockKind(name string, newLock func(c *relock.Client, name string) Locker, dial func(*Server, *Counter) redis.UniversalClient) Kind {
 	// Constructors never fail, not even on a nil Client: probe the type.
 	_, shared := newLock(nil, "probe").(RLocker)
 	return Kind{
@@ -47,8 +52,9 @@ func RelockKind(name string, newLock func(c *relock.Client, name string) Locker)
 		Renews:   true,
 		Queue:    true,
 		Note:     "defaults (watchdog, pub/sub wake-ups)",
+		newLock:  newLock,
 		Open: func(srv *Server, cnt *Counter, o OpenOptions) (Conn, error) {
-			rdb := srv.NewRedis(cnt)
+			rdb := dial(srv, cnt)
 			timeout := relockDefaultWatchdog
 			var opts []relock.Option
 			if o.WatchdogTimeout > 0 {
@@ -67,7 +73,7 @@ func RelockKind(name string, newLock func(c *relock.Client, name string) Locker)
 }
 
 type relockConn struct {
-	rdb     *redis.Client
+	rdb     redis.UniversalClient
 	c       *relock.Client
 	newLock func(*relock.Client, string) Locker
 	period  time.Duration

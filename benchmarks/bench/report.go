@@ -36,6 +36,12 @@ type Meta struct {
 	// Elapsed is how long the whole run took.
 	Elapsed time.Duration `json:"elapsed_ns"`
 	Kinds   []KindInfo    `json:"kinds"`
+	// RedlockMasters are the addresses of the independent masters of the
+	// multi-master kinds (-redlock), if any.
+	RedlockMasters string `json:"redlock_masters,omitempty"`
+	// Cluster describes the Redis Cluster of the cluster kinds
+	// (-cluster), if any.
+	Cluster string `json:"cluster,omitempty"`
 }
 
 // KindInfo describes a kind in a report.
@@ -80,6 +86,15 @@ func (r *Report) WriteTable(w io.Writer) error {
 	b.WriteString(wrapHang(head, 0, 2, reportWidth))
 	if m.Command != "" {
 		b.WriteString(wrapHang("command: "+m.Command, 0, 2, reportWidth))
+	}
+	if m.RedlockMasters != "" {
+		b.WriteString(wrapHang("multi-master kinds (relock/redlock-N, redsync/redlock-N) on the first N of: "+m.RedlockMasters+
+			"; their floors are those of the single server above", 0, 2, reportWidth))
+	}
+	if m.Cluster != "" {
+		b.WriteString(wrapHang("cluster kinds (relock/...@cluster, on a go-redis ClusterClient): "+m.Cluster+
+			"; their floors are measured on the cluster (SPUBLISH/SSUBSCRIBE for the pushed hand-off, PING to the key's master)",
+			0, 2, reportWidth))
 	}
 	if !m.RealRedis {
 		b.WriteString(wrap(MiniredisWarning, 0, reportWidth))
@@ -158,6 +173,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if err := r.writeRatios(&b); err != nil {
 		return err
 	}
+	r.writeMultiRatios(&b)
+	r.writeClusterRatios(&b)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

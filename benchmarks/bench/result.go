@@ -32,7 +32,13 @@ type Result struct {
 	Contenders int    `json:"contenders,omitempty"`
 	// Count is the size of a many-readers or many-waiters measurement:
 	// the readers holding, or the waiters queued.
-	Count     int     `json:"count,omitempty"`
+	Count int `json:"count,omitempty"`
+	// Masters is the number of independent masters of a multi-master
+	// kind (see Kind.Masters), 0 for one server.
+	Masters int `json:"masters,omitempty"`
+	// Cluster is the number of masters of the Redis Cluster that a
+	// cluster kind (see Kind.Cluster) ran on, 0 for one server.
+	Cluster   int     `json:"cluster_masters,omitempty"`
 	Seconds   float64 `json:"seconds"`
 	Ops       int64   `json:"ops"`
 	OpsPerSec float64 `json:"ops_per_sec"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 )
 
@@ -69,6 +70,10 @@ func (p Plan) jobs() []job {
 // skip says why a scenario does not apply to a kind, or "".
 func skip(k Kind, scenario string) string {
 	switch {
+	case k.Masters > 0 && !slices.Contains(multiScenarios, scenario):
+		return "multi-master kinds run the uncontended and hand-off scenarios only"
+	case k.Cluster != nil && !slices.Contains(multiScenarios, scenario):
+		return "cluster kinds run the uncontended and hand-off scenarios only"
 	case scenario == ScenarioReadHeavy && !k.Shared && !k.Baseline,
 		scenario == ScenarioManyReaders && !k.Shared:
 		return "no read/write lock"
@@ -82,7 +87,7 @@ func skip(k Kind, scenario string) string {
 
 // result is an empty Result for j.
 func (j job) result() Result {
-	r := Result{Kind: j.kind.Name, Peer: j.kind.Peer, Scenario: j.scenario}
+	r := Result{Kind: j.kind.Name, Peer: j.kind.Peer, Masters: j.kind.Masters, Cluster: j.kind.clusterMasters(), Scenario: j.scenario}
 	switch j.scenario {
 	case ScenarioContention:
 		r.Contenders = j.count
@@ -113,7 +118,12 @@ func Run(ctx context.Context, cfg Config, plan Plan, progress io.Writer) []Resul
 			out = append(out, r)
 			continue
 		}
-		out = append(out, runGuarded(ctx, cfg, j))
+		r := runGuarded(ctx, cfg, j)
+		r.Masters, r.Cluster = j.kind.Masters, j.kind.clusterMasters()
+		if r.Masters > 0 || r.Cluster > 0 {
+			r.SubsPerOp = nil // counted on the single server, which the kind does not use
+		}
+		out = append(out, r)
 	}
 	return out
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/alicebob/miniredis/v2"
+
 	"github.com/relock-go/relock/benchmarks/bench"
 )
 
@@ -46,7 +48,7 @@ func TestScenarios(t *testing.T) {
 	ctx := context.Background()
 	cfg := bench.Config{
 		Server: srv, Ops: 10, HandoffHold: 2 * time.Millisecond,
-		WatchdogLocks: 20, WatchdogTimeout: 300 * time.Millisecond, WatchdogPeriods: 2,
+		WatchdogLocks: 20, WatchdogTimeout: time.Second, WatchdogPeriods: 2,
 	}
 	var all []bench.Result
 	for _, k := range bench.RelockKinds() {
@@ -218,5 +220,45 @@ func TestMainTable(t *testing.T) {
 	}
 	if got, want := again.String(), out.String(); got != want {
 		t.Errorf("-from-json table differs:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestMultiMaster runs the multi-master kinds (-redlock) on five embedded
+// masters: uncontended and hand-off rows for 3 and 5 masters, no other
+// scenario, no target of the single-server kinds.
+func TestMultiMaster(t *testing.T) {
+	var addrs []string
+	for range 5 {
+		addrs = append(addrs, miniredis.RunT(t).Addr())
+	}
+	var out, errs bytes.Buffer
+	args := []string{"-duration", "100ms", "-scenarios", "uncontended,handoff,contention", "-contenders", "2",
+		"-kinds", "relock/mutex,relock/redlock", "-redlock", strings.Join(addrs, ",")}
+	if code := bench.Main("relockbench", args, bench.RelockKinds(), &out, &errs); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, errs.String())
+	}
+	table := out.String()
+	for _, line := range strings.Split(table, "\n") {
+		if n := utf8.RuneCountInString(line); n > 100 {
+			t.Errorf("table line of %d columns, want at most 100:\n%s", n, line)
+		}
+	}
+	rows := map[string]bool{}
+	for _, line := range strings.Split(table, "\n") {
+		if f := strings.Fields(line); len(f) >= 2 {
+			rows[f[0]+" "+f[1]] = true
+		}
+	}
+	for _, want := range []string{"uncontended relock/redlock-3", "uncontended relock/redlock-5",
+		"handoff relock/redlock-3", "handoff relock/redlock-5"} {
+		if !rows[want] {
+			t.Errorf("table lacks a row %q:\n%s", want, table)
+		}
+	}
+	if want := "n/a: contention for relock/redlock-3, relock/redlock-5"; !strings.Contains(table, want) {
+		t.Errorf("table lacks %q:\n%s", want, table)
+	}
+	if strings.Contains(table, "relock/redlock-3 uncontended:") || strings.Contains(table, "relock/redlock-5 handoff:") {
+		t.Errorf("a multi-master kind was held to a single-server target:\n%s", table)
 	}
 }

@@ -58,14 +58,7 @@ func Dial(url string) (*Server, error) {
 	if err := c.Ping(ctx).Err(); err != nil {
 		return nil, fmt.Errorf("ping %s: %w", opts.Addr, err)
 	}
-	s.version = "redis"
-	if info, err := c.Info(ctx, "server").Result(); err == nil {
-		for _, line := range strings.Split(info, "\n") {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
-				s.version = "redis " + v
-			}
-		}
-	}
+	s.version = serverVersion(ctx, c)
 	return s, nil
 }
 
@@ -107,6 +100,11 @@ func (s *Server) Close() {
 func (s *Server) RTT(ctx context.Context, n int) (time.Duration, error) {
 	c := s.NewRedis(nil)
 	defer c.Close()
+	return pingRTT(ctx, c, n)
+}
+
+// pingRTT is the median of n PINGs from c, after a warm-up.
+func pingRTT(ctx context.Context, c redis.UniversalClient, n int) (time.Duration, error) {
 	for i := 0; i < 20; i++ {
 		if err := c.Ping(ctx).Err(); err != nil {
 			return 0, fmt.Errorf("ping: %w", err)

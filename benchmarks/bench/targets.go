@@ -84,6 +84,9 @@ func Evaluate(results []Result) {
 			r.check("runs without error", false, r.Err)
 			continue
 		}
+		if r.Masters > 0 || r.Cluster > 0 {
+			continue // the issues' targets are for one server
+		}
 		switch r.Scenario {
 		case ScenarioUncontended:
 			if r.Kind != KindMutex || r.Uncontended == nil {
@@ -277,7 +280,7 @@ func bestPeer(results []Result, scenario string) *Result {
 	var best *Result
 	for i := range results {
 		r := &results[i]
-		if r.Peer && r.Scenario == scenario && usable(r) && r.Latency.N > 0 {
+		if r.Peer && r.Masters == 0 && r.Scenario == scenario && usable(r) && r.Latency.N > 0 {
 			if best == nil || r.Latency.P50 < best.Latency.P50 {
 				best = r
 			}

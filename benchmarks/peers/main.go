@@ -4,7 +4,13 @@
 //
 //   - github.com/go-redsync/redsync/v4 with its defaults,
 //   - github.com/bsm/redislock with a linear retry of 1ms and of 10ms,
-//   - rueidislock from github.com/redis/rueidis with its defaults.
+//   - rueidislock from github.com/redis/rueidis with its defaults;
+//   - with -redlock URL,URL,...: redsync over 3 and 5 independent masters
+//     (its Redlock) beside relock's redlock package, uncontended and
+//     hand-off only;
+//   - with -cluster URL,URL,...: relock's kinds on a Redis Cluster as
+//     well (no peer: redsync, redislock and rueidislock take a single
+//     client here), uncontended and hand-off only.
 //
 // Run it from the repository root:
 //
@@ -25,6 +31,7 @@ import (
 )
 
 func main() {
+	bench.RegisterMultiKind(redsyncMultiKind)
 	kinds := append(bench.RelockKinds(), redsyncKind(), redislockKind(time.Millisecond), redislockKind(10*time.Millisecond), rueidislockKind())
 	os.Exit(bench.Main("relockbench-peers", os.Args[1:], kinds, os.Stdout, os.Stderr))
 }

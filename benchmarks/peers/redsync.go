@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/go-redsync/redsync/v4"
+	redsyncredis "github.com/go-redsync/redsync/v4/redis"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/relock-go/relock/benchmarks/bench"
 )
@@ -41,6 +44,45 @@ func (l redsyncLock) Unlock(ctx context.Context) error {
 	ok, err := l.m.UnlockContext(ctx)
 	if err == nil && !ok {
 		err = errors.New("redsync: unlock refused")
+	}
+	return err
+}
+
+// redsyncMultiKind is redsync over several independent masters (its
+// Redlock), one go-redis client per master, with redsync's defaults.
+func redsyncMultiKind(masters []*bench.Server) bench.Kind {
+	return bench.Kind{
+		Name:    fmt.Sprintf("redsync/redlock-%d", len(masters)),
+		Peer:    true,
+		Masters: len(masters),
+		Note:    fmt.Sprintf("redsync/v4 over %d masters, defaults as above", len(masters)),
+		Open: func(_ *bench.Server, cnt *bench.Counter, _ bench.OpenOptions) (bench.Conn, error) {
+			c := &redsyncMultiConn{}
+			var pools []redsyncredis.Pool
+			for _, m := range masters {
+				rdb := m.NewRedis(cnt)
+				c.rdbs = append(c.rdbs, rdb)
+				pools = append(pools, goredis.NewPool(rdb))
+			}
+			c.rs = redsync.New(pools...)
+			return c, nil
+		},
+	}
+}
+
+type redsyncMultiConn struct {
+	rdbs []*redis.Client
+	rs   *redsync.Redsync
+}
+
+func (c *redsyncMultiConn) New(name string) bench.Locker { return redsyncLock{c.rs.NewMutex(name)} }
+
+func (c *redsyncMultiConn) Close() error {
+	var err error
+	for _, rdb := range c.rdbs {
+		if cerr := rdb.Close(); err == nil {
+			err = cerr
+		}
 	}
 	return err
 }

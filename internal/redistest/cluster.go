@@ -54,6 +54,7 @@ var (
 // fails it, with RELOCK_REQUIRE_REDIS=1) when no cluster can be had.
 func RealCluster(t testing.TB) *Cluster {
 	t.Helper()
+	skipShort(t)
 	clusterOnce.Do(func() { cluster, clusterErr = startCluster(3, nodeTimeout) })
 	if clusterErr != nil {
 		unavailable(t, clusterErr)
@@ -66,12 +67,22 @@ func RealCluster(t testing.TB) *Cluster {
 // is failed over), and stops it at the end of t.
 func StartCluster(t testing.TB, masters int, timeout time.Duration) *Cluster {
 	t.Helper()
+	skipShort(t)
 	c, err := startCluster(masters, timeout)
 	if err != nil {
 		unavailable(t, err)
 	}
 	t.Cleanup(c.Stop)
 	return c
+}
+
+// skipShort skips t with -short: CI's second pass (the newest go-redis)
+// runs the suites on single servers only.
+func skipShort(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: no Redis Cluster")
+	}
 }
 
 // Client returns a go-redis cluster client, closed at the end of t. opts

@@ -153,7 +153,7 @@ func Run(t *testing.T, f func(t *testing.T, s *Server)) {
 	t.Run("redis", func(t *testing.T) {
 		f(t, Real(t))
 	})
-	if onCluster {
+	if onCluster && !testing.Short() {
 		t.Run("cluster", func(t *testing.T) {
 			f(t, ClusterServer(t))
 		})
@@ -206,7 +206,7 @@ func Real(t testing.TB) *Server {
 // MainCluster is Main for a test binary whose Run tests also run, as
 // subtests "cluster", on a Redis Cluster of three masters with a replica
 // each, shared by the binary (RunReal tests, for faults of a single
-// server, do not).
+// server, do not); not with -short.
 func MainCluster(m *testing.M) int {
 	onCluster = true
 	return Main(m)

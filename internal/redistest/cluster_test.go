@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -22,7 +23,10 @@ func TestCluster(t *testing.T) {
 	ctx := context.Background()
 	rdb := c.Client(t)
 	masters := map[string]bool{}
+	var mu sync.Mutex // ForEachMaster calls f concurrently
 	require.NoError(t, rdb.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		mu.Lock()
+		defer mu.Unlock()
 		masters[m.Options().Addr] = true
 		return nil
 	}))

@@ -415,6 +415,7 @@ func TestCrashedHolderClientClosed(t *testing.T) {
 func TestKilledHolder(t *testing.T) {
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
+		s.SingleOnly(t, "the holder process connects to one address")
 		const lease, permits = 300 * time.Millisecond, 2
 		name := redistest.Name(t)
 		cmd := exec.Command(os.Args[0], "-test.run=^$")

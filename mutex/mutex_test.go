@@ -486,3 +486,7 @@ func TestClusterNames(t *testing.T) { locktest.ClusterNames(t, kind) }
 func TestClusterWakeUps(t *testing.T) { locktest.ClusterWakeUps(t, kind) }
 
 func TestClusterFailover(t *testing.T) { locktest.ClusterFailover(t, kind) }
+
+func TestFinalReleaseResentAfterRenewal(t *testing.T) {
+	locktest.FinalReleaseResentAfterRenewal(t, kind)
+}

@@ -521,3 +521,7 @@ func TestACL(t *testing.T) { locktest.ACL(t, kind) }
 func TestClusterNames(t *testing.T) { locktest.ClusterNames(t, kind) }
 
 func TestClusterWakeUps(t *testing.T) { locktest.ClusterWakeUps(t, kind) }
+
+func TestFinalReleaseResentAfterRenewal(t *testing.T) {
+	locktest.FinalReleaseResentAfterRenewal(t, kind)
+}

@@ -1211,3 +1211,7 @@ func TestClusterWakeUps(t *testing.T) {
 	t.Run("read", func(t *testing.T) { locktest.ClusterWakeUps(t, reader) })
 	t.Run("write", func(t *testing.T) { locktest.ClusterWakeUps(t, writer) })
 }
+
+func TestFinalReleaseResentAfterRenewal(t *testing.T) {
+	sides(t, locktest.FinalReleaseResentAfterRenewal)
+}

@@ -1079,3 +1079,7 @@ func TestForceReleaseLosesFormerHolder(t *testing.T) {
 func TestClusterNames(t *testing.T) { locktest.ClusterNames(t, sem1) }
 
 func TestClusterWakeUps(t *testing.T) { locktest.ClusterWakeUps(t, sem1) }
+
+func TestFinalReleaseResentAfterRenewal(t *testing.T) {
+	locktest.FinalReleaseResentAfterRenewal(t, sem1)
+}

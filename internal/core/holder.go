@@ -230,9 +230,14 @@ func (h *Holder) lostLocked(cause error) {
 }
 
 // markLostLocked forgets the lost watchdog hold and keeps the counts as
-// unlocks owed.
+// unlocks owed. A final release whose reply was lost stays pending when
+// the loss is the lock being gone: that release may be what made it gone,
+// and the next Unlock resends it to find out (see releaseLocked).
 func (h *Holder) markLostLocked(cause error) {
-	h.hold, h.pending = nil, nil
+	h.hold = nil
+	if p := h.pending; p == nil || !p.Final() || !errors.Is(cause, lockerr.Gone) {
+		h.pending = nil
+	}
 	if h.held.Zero() {
 		h.lost = nil
 		return
@@ -276,6 +281,25 @@ func (h *Holder) Release(ctx context.Context, op string, class Class, n int) err
 func (h *Holder) releaseLocked(ctx context.Context, op string, class Class, n int) error {
 	if h.held[class] < n {
 		return h.errorf(op, lockerr.NotHeld)
+	}
+	if r := h.pending; h.lost != nil && r != nil {
+		// The lock was found gone after a final release whose reply was
+		// lost: resend the release. Its request record answers 1 if the
+		// release did run (the unlock succeeded, late); else the hold was
+		// lost before it.
+		h.sent++
+		res, err := h.proto.Release(ctx, r)
+		if err != nil {
+			if IsRedisError(err) {
+				h.pending = nil
+			}
+			return h.errorf(op, err)
+		}
+		h.pending = nil
+		if res == 1 && r.Class == class && r.N == n {
+			h.held, h.lost = r.Left(), nil
+			return nil
+		}
 	}
 	if h.lost != nil {
 		// An owed unlock of a lost hold: nothing to send.

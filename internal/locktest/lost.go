@@ -179,3 +179,37 @@ func PartialReleaseResentLate(t *testing.T, k Kind) {
 		assert.ErrorIs(t, h.Unlock(ctx), relock.ErrNotHeld)
 	})
 }
+
+// FinalReleaseResentAfterRenewal: an Unlock whose reply was lost ran at
+// Redis; a renewal then finds the lock gone (the release made it so)
+// before the caller calls Unlock again. The second Unlock must resend the
+// release, whose request record answers as the first run did, and return
+// nil, as Unlock's doc promises (a chaos run found it returned ErrNotHeld).
+func FinalReleaseResentAfterRenewal(t *testing.T, k Kind) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := testCtx(t)
+		c, rdb := redistest.NewClient(t, s, relock.WithWatchdogTimeout(time.Second))
+		faults := &redistest.Faults{}
+		rdb.AddHook(faults)
+		name := redistest.Name(t)
+		h := k.New(c, name)
+		// A first cycle loads the scripts: a lost NOSCRIPT reply would
+		// keep the release from running at all.
+		require.NoError(t, h.Lock(ctx))
+		require.NoError(t, h.Unlock(ctx))
+		require.NoError(t, h.Lock(ctx))
+		faults.LoseReplies(true)
+		require.ErrorIs(t, h.Unlock(ctx), redistest.ErrInjected)
+		faults.LoseReplies(false)
+		require.Zero(t, s.Admin(t).Exists(ctx, k.Key(name)).Val(), "the release did not run")
+		// A renewal (every 333 ms) finds the lock gone; the release's
+		// request record (1 s) is still there.
+		time.Sleep(600 * time.Millisecond)
+		require.NoError(t, h.Unlock(ctx), "the resent release, which Redis had applied")
+		assert.False(t, h.Held())
+		assert.ErrorIs(t, h.Unlock(ctx), relock.ErrNotHeld, "one Unlock too many")
+		other := k.New(c, name)
+		require.NoError(t, other.Lock(ctx))
+		require.NoError(t, other.Unlock(ctx))
+	})
+}

@@ -542,3 +542,5 @@ func TestClusterWakeUps(t *testing.T) { locktest.ClusterWakeUps(t, kind) }
 func TestFinalReleaseResentAfterRenewal(t *testing.T) {
 	locktest.FinalReleaseResentAfterRenewal(t, kind)
 }
+
+func TestClusterMoves(t *testing.T) { locktest.ClusterMoves(t, kind) }

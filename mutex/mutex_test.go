@@ -490,3 +490,5 @@ func TestClusterFailover(t *testing.T) { locktest.ClusterFailover(t, kind) }
 func TestFinalReleaseResentAfterRenewal(t *testing.T) {
 	locktest.FinalReleaseResentAfterRenewal(t, kind)
 }
+
+func TestClusterMoves(t *testing.T) { locktest.ClusterMoves(t, kind) }

@@ -330,6 +330,10 @@ func (h *Holder) releaseLocked(ctx context.Context, op string, class Class, n in
 			// Unknown outcome: the next call resends the same request,
 			// which the script answers as it answered the first.
 			h.pending = r
+		} else if !final {
+			// Refused: nothing changed at Redis; renewals expect the
+			// units held again.
+			h.needLocked(h.held)
 		}
 		if final && h.E.WD.Restore(h.hold) {
 			// Still held as far as the handle knows: it is watched again

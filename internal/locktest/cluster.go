@@ -290,3 +290,117 @@ func ClusterFailover(t *testing.T, k Kind) {
 		cancel()
 	}
 }
+
+// ClusterMoves moves locks that have holders and waiters to another
+// master, on a cluster of the test's own: a manual failover (CLUSTER
+// FAILOVER: the old master stays up and gives its slots to its replica)
+// and a slot migration (CLUSTER SETSLOT, MIGRATE). Each time the waiters'
+// channels must be subscribed at the new master within a few seconds,
+// nobody else may take a held lock, and the releases that follow must
+// reach the waiters by push.
+func ClusterMoves(t *testing.T, k Kind) {
+	cl := redistest.StartCluster(t, 3, time.Second)
+	s := &redistest.Server{Addr: cl.Nodes[1].Addr, Cluster: cl}
+	ctx := testCtx(t)
+	admin := s.Admin(t).(*redis.ClusterClient)
+	long := relock.WithWatchdogTimeout(30 * time.Second)
+	c := relock.New(s.Client(t), long)
+	wc := relock.New(s.Client(t), long)
+	t.Cleanup(func() { _ = c.Close(); _ = wc.Close() })
+	node := func(addr string) *redis.Client {
+		n := redis.NewClient(&redis.Options{Addr: addr})
+		t.Cleanup(func() { _ = n.Close() })
+		return n
+	}
+	base := redistest.Name(t)
+	next := 0
+	// namesOn returns n new names whose locks live on the master at addr.
+	namesOn := func(addr string, n int) []string {
+		var out []string
+		for len(out) < n {
+			name := base + "." + strconv.Itoa(next)
+			next++
+			m, err := admin.MasterForKey(ctx, k.Key(name))
+			require.NoError(t, err)
+			if m.Options().Addr == addr {
+				out = append(out, name)
+			}
+		}
+		return out
+	}
+	// move holds names with a waiter behind each, runs f, checks that the
+	// waiters' channels are subscribed at the master at to and that the
+	// locks are still held, then releases them one by one.
+	move := func(what string, names []string, to string, f func()) {
+		holders := make([]Handle, len(names))
+		waiters := make([]Handle, len(names))
+		waits := make([]<-chan error, len(names))
+		for i, name := range names {
+			holders[i] = k.New(c, name)
+			require.NoError(t, holders[i].Lock(ctx))
+			waiters[i] = k.waiter(wc, name)
+			waits[i] = lockAsync(ctx, waiters[i])
+		}
+		time.Sleep(queued)
+		f()
+		dst := node(to)
+		for _, name := range names {
+			require.Eventually(t, func() bool {
+				chans, err := dst.Do(ctx, "PUBSUB", "SHARDCHANNELS", "*{"+name+"}*").StringSlice()
+				return err == nil && len(chans) > 0
+			}, 10*time.Second, 20*time.Millisecond, "%s: the waiter of %s never subscribed at its new master", what, name)
+			ok, err := k.New(c, name).TryLock(ctx)
+			require.NoError(t, err, "%s: TryLock of %s", what, name)
+			require.False(t, ok, "%s: %s taken while held", what, name)
+		}
+		for i, h := range holders {
+			released := time.Now()
+			require.NoError(t, h.Unlock(ctx), "%s: Unlock of %s", what, names[i])
+			require.NoError(t, await(t, waits[i], 5*time.Second, what+": a waiter's Lock"))
+			assert.Less(t, time.Since(released), pushed, "%s: hand-off of %s", what, names[i])
+			require.NoError(t, waiters[i].Unlock(ctx))
+		}
+	}
+
+	// A manual failover of the first master.
+	victim, replica := cl.Nodes[0], cl.Nodes[3]
+	move("failover", namesOn(victim.Addr, 4), replica.Addr, func() {
+		rc := node(replica.Addr)
+		require.NoError(t, rc.Do(ctx, "CLUSTER", "FAILOVER").Err())
+		require.Eventually(t, func() bool {
+			return strings.Contains(rc.Info(ctx, "replication").Val(), "role:master")
+		}, 10*time.Second, 20*time.Millisecond, "the replica never took over")
+	})
+
+	// The slots of three locks migrated from the second master to the
+	// third.
+	src, dst := cl.Nodes[1], cl.Nodes[2]
+	moved := namesOn(src.Addr, 3)
+	move("migration", moved, dst.Addr, func() {
+		sc, dc := node(src.Addr), node(dst.Addr)
+		host, port, _ := strings.Cut(dst.Addr, ":")
+		slots := map[int64]bool{}
+		for _, name := range moved {
+			slot, err := sc.ClusterKeySlot(ctx, k.Key(name)).Result()
+			require.NoError(t, err)
+			slots[slot] = true
+		}
+		for slot := range slots {
+			require.NoError(t, dc.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", src.ID).Err())
+			require.NoError(t, sc.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", dst.ID).Err())
+			keys, err := sc.Do(ctx, "CLUSTER", "GETKEYSINSLOT", slot, 1000).StringSlice()
+			require.NoError(t, err)
+			if len(keys) > 0 {
+				args := []any{"MIGRATE", host, port, "", 0, 5000, "KEYS"}
+				for _, key := range keys {
+					args = append(args, key)
+				}
+				require.NoError(t, sc.Do(ctx, args...).Err())
+			}
+			// The destination first, then the source (as redis-cli does);
+			// the other nodes learn it from them.
+			require.NoError(t, dc.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dst.ID).Err())
+			require.NoError(t, sc.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dst.ID).Err())
+		}
+	})
+}

@@ -85,7 +85,7 @@ func (h *Hub) drain(c *conn) {
 			}
 			ops = ops[n:]
 		}
-		h.write(ps, ops)
+		h.write(c, ps, ops)
 	}
 }
 
@@ -175,8 +175,9 @@ func connErr(shardName string, err error) error {
 // write sends ops in order, each run of SUBSCRIBEs or UNSUBSCRIBEs as one
 // command; on a Cluster one SSUBSCRIBE or SUNSUBSCRIBE per channel, since
 // one command may only name channels of one slot. A failed write shows as a
-// missing confirmation, which the waiter's timer covers.
-func (h *Hub) write(ps *redis.PubSub, ops []op) {
+// missing confirmation, which the waiter's timer covers; on a Cluster it
+// also drops the connection.
+func (h *Hub) write(c *conn, ps *redis.PubSub, ops []op) {
 	for len(ops) > 0 {
 		n := 1
 		for n < len(ops) && ops[n].subscribe == ops[0].subscribe && !h.sharded {
@@ -184,17 +185,24 @@ func (h *Hub) write(ps *redis.PubSub, ops []op) {
 		}
 		wctx, cancel := context.WithTimeout(h.ctx, sendTimeout)
 		chans := names(ops[:n])
+		var err error
 		switch {
 		case ops[0].subscribe && h.sharded:
-			_ = ps.SSubscribe(wctx, chans...)
+			err = ps.SSubscribe(wctx, chans...)
 		case ops[0].subscribe:
 			_ = ps.Subscribe(wctx, chans...)
 		case h.sharded:
-			_ = ps.SUnsubscribe(wctx, chans...)
+			err = ps.SUnsubscribe(wctx, chans...)
 		default:
 			_ = ps.Unsubscribe(wctx, chans...)
 		}
 		cancel()
+		if err != nil && h.ctx.Err() == nil {
+			// go-redis may have reconnected to any node of the cluster:
+			// drop the connection; its channels are routed afresh.
+			h.drop(c, ps)
+			return
+		}
 		ops = ops[n:]
 	}
 }
@@ -212,8 +220,15 @@ func (h *Hub) receive(c *conn, ps *redis.PubSub) {
 	defer h.wg.Done()
 	broken := false
 	backoff := 50 * time.Millisecond
+	health := healthInterval
+	if h.sharded {
+		health = clusterHealthInterval
+	}
+	// pinged: a PING went out after a quiet interval, and nothing came
+	// back since.
+	pinged := false
 	for {
-		msg, err := ps.ReceiveTimeout(h.ctx, healthInterval)
+		msg, err := ps.ReceiveTimeout(h.ctx, health)
 		if err != nil {
 			if h.ctx.Err() != nil {
 				return // closed
@@ -223,16 +238,34 @@ func (h *Hub) receive(c *conn, ps *redis.PubSub) {
 				continue
 			}
 			if rerr := redis.Error(nil); errors.As(err, &rerr) {
-				if h.sharded && strings.HasPrefix(err.Error(), "MOVED") {
-					// A channel's slot is served elsewhere now.
+				if h.sharded && !strings.Contains(strings.ToLower(err.Error()), "ping") {
+					// An error reply to a SSUBSCRIBE (MOVED, CLUSTERDOWN,
+					// CROSSSLOT): a channel is not served here. Drop the
+					// connection; its channels are routed afresh.
 					h.drop(c, ps)
 					return
 				}
+				pinged = false
 				continue // a reply, such as a refused PING: the connection is alive
 			}
 			var nerr interface{ Timeout() bool }
 			if errors.As(err, &nerr) && nerr.Timeout() {
-				_ = ps.Ping(h.ctx)
+				if !h.sharded {
+					_ = ps.Ping(h.ctx)
+					continue
+				}
+				if pinged {
+					// A whole interval without an answer to a PING: the
+					// master froze or is cut off (a failover may have
+					// replaced it), though the connection looks open.
+					h.drop(c, ps)
+					return
+				}
+				pinged = true
+				if err := ps.Ping(h.ctx); err != nil && h.ctx.Err() == nil {
+					h.drop(c, ps)
+					return
+				}
 				continue
 			}
 			if h.sharded {
@@ -257,6 +290,7 @@ func (h *Hub) receive(c *conn, ps *redis.PubSub) {
 			backoff = min(2*backoff, time.Second)
 			continue
 		}
+		pinged = false
 		if broken {
 			// Back: wake-ups published while it was down were lost.
 			broken, backoff = false, 50*time.Millisecond

@@ -89,6 +89,12 @@ const confirmWait = time.Second
 // pings, so that a dead connection is noticed and replaced.
 const healthInterval = 15 * time.Second
 
+// clusterHealthInterval is healthInterval on a Cluster, where a master
+// that stops answering (frozen, cut off) is failed over: a connection
+// whose PING is not answered within it is dropped and its channels
+// routed to the new master, within two intervals of the freeze.
+const clusterHealthInterval = 5 * time.Second
+
 // closeGrace bounds how long Close waits for the hub's goroutines.
 const closeGrace = 500 * time.Millisecond
 

@@ -252,8 +252,14 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-func waitReady(addr string, cmd *exec.Cmd) error {
-	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+// waitReady waits until the server at addr answers PING (over TLS with
+// tlsCfg, if not nil).
+func waitReady(addr string, tlsCfg *tls.Config) error {
+	o := &redis.Options{Addr: addr, MaxRetries: -1}
+	if tlsCfg != nil {
+		o.TLSConfig = tlsCfg.Clone()
+	}
+	c := redis.NewClient(o)
 	defer c.Close()
 	deadline := time.Now().Add(5 * time.Second)
 	for {

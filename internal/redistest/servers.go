@@ -1,6 +1,7 @@
 package redistest
 
 import (
+	"crypto/tls"
 	"fmt"
 	"os"
 	"os/exec"
@@ -30,6 +31,14 @@ func StartServer(t testing.TB, args ...string) *Server {
 // files in dir, and waits until it answers. Ports are picked then bound by
 // the server, so another process can take one in between: it tries a few.
 func launch(dir string, args ...string) (*exec.Cmd, string, error) {
+	return launchOn(dir, nil, func(port int) []string {
+		return []string{"--port", strconv.Itoa(port)}
+	}, args...)
+}
+
+// launchOn is launch with the listening arguments of a port given by
+// listen, and a client of tlsCfg (nil: plain TCP) to wait for its PING.
+func launchOn(dir string, tlsCfg *tls.Config, listen func(port int) []string, args ...string) (*exec.Cmd, string, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		return nil, "", fmt.Errorf("redis-server not found on PATH")
@@ -41,16 +50,16 @@ func launch(dir string, args ...string) (*exec.Cmd, string, error) {
 		if err != nil {
 			return nil, "", err
 		}
-		cmd := exec.Command(bin, append([]string{
-			"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		argv := append(listen(port), "--bind", "127.0.0.1",
 			"--save", "", "--appendonly", "no",
 			"--enable-debug-command", "local",
-			"--dir", dir, "--logfile", logfile}, args...)...)
+			"--dir", dir, "--logfile", logfile)
+		cmd := exec.Command(bin, append(argv, args...)...)
 		if err := cmd.Start(); err != nil {
 			return nil, "", err
 		}
 		addr := "127.0.0.1:" + strconv.Itoa(port)
-		if lastErr = waitReady(addr, cmd); lastErr == nil {
+		if lastErr = waitReady(addr, tlsCfg); lastErr == nil {
 			return cmd, addr, nil
 		}
 		_ = cmd.Process.Kill()

@@ -1,7 +1,6 @@
 package redistest
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -9,7 +8,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"fmt"
 	"math/big"
 	"net"
 	"os"
@@ -18,8 +16,6 @@ import (
 	"strconv"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // StartTLSServer starts a real redis-server of t's own that speaks only
@@ -51,53 +47,13 @@ func StartTLSServer(t testing.TB, args ...string) *Server {
 // launchTLS is launch for a TLS-only server whose ca.crt, redis.crt and
 // redis.key are in dir.
 func launchTLS(dir string, cfg *tls.Config, args ...string) (*exec.Cmd, string, error) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		return nil, "", fmt.Errorf("redis-server not found on PATH")
-	}
-	logfile := filepath.Join(dir, "redis.log")
-	var lastErr error
-	for try := 0; try < 5; try++ {
-		port, err := freePort()
-		if err != nil {
-			return nil, "", err
-		}
-		cmd := exec.Command(bin, append([]string{
-			"--port", "0", "--tls-port", strconv.Itoa(port), "--bind", "127.0.0.1",
+	return launchOn(dir, cfg, func(port int) []string {
+		return []string{"--port", "0", "--tls-port", strconv.Itoa(port),
 			"--tls-cert-file", filepath.Join(dir, "redis.crt"),
 			"--tls-key-file", filepath.Join(dir, "redis.key"),
 			"--tls-ca-cert-file", filepath.Join(dir, "ca.crt"),
-			"--tls-auth-clients", "no",
-			"--save", "", "--appendonly", "no",
-			"--dir", dir, "--logfile", logfile}, args...)...)
-		if err := cmd.Start(); err != nil {
-			return nil, "", err
-		}
-		addr := "127.0.0.1:" + strconv.Itoa(port)
-		if lastErr = pingTLS(addr, cfg); lastErr == nil {
-			return cmd, addr, nil
-		}
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	}
-	return nil, "", fmt.Errorf("redis-server (TLS) did not start: %v (log: %s)", lastErr, tail(logfile))
-}
-
-// pingTLS waits until the TLS server at addr answers PING.
-func pingTLS(addr string, cfg *tls.Config) error {
-	c := redis.NewClient(&redis.Options{Addr: addr, TLSConfig: cfg.Clone(), MaxRetries: -1})
-	defer c.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		err := c.Ping(context.Background()).Err()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+			"--tls-auth-clients", "no"}
+	}, args...)
 }
 
 // writeCerts makes a CA and a server certificate for IP 127.0.0.1 signed

@@ -252,7 +252,9 @@ func TestCloseDuringRound(t *testing.T) {
 		require.Eventually(t, func() bool { return counter.RoundTrips() >= 2 }, 3*time.Second, time.Millisecond)
 
 		trips := counter.RoundTrips()
-		require.NoError(t, admin.Do(ctx, "CLIENT", "PAUSE", 5000, "WRITE").Err())
+		// Long enough that a round caught in flight by the pause gives up
+		// (go-redis's 3 s read timeout) and the next one starts inside it.
+		require.NoError(t, admin.Do(ctx, "CLIENT", "PAUSE", 10000, "WRITE").Err())
 		paused := true
 		unpause := func() {
 			if paused {
@@ -261,7 +263,7 @@ func TestCloseDuringRound(t *testing.T) {
 			}
 		}
 		t.Cleanup(unpause)
-		require.Eventually(t, func() bool { return counter.RoundTrips() > trips }, 2*time.Second, time.Millisecond,
+		require.Eventually(t, func() bool { return counter.RoundTrips() > trips }, 5*time.Second, time.Millisecond,
 			"no renewal round started during the pause")
 		time.Sleep(20 * time.Millisecond) // its script now waits on the paused server
 

@@ -18,6 +18,14 @@ import (
 	"github.com/relock-go/relock/latch"
 )
 
+// The calls of these tests run in goroutines (see redistest.Async).
+type result = redistest.Result
+
+var (
+	await   = redistest.Await
+	pending = redistest.Pending
+)
+
 func TestMain(m *testing.M) { os.Exit(redistest.MainCluster(m)) }
 
 var newClient = redistest.NewClient
@@ -59,38 +67,13 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-type result struct {
-	err error
-	at  time.Time
-}
-
 func waitAsync(ctx context.Context, l *latch.Latch) <-chan result {
 	ch := make(chan result, 1)
 	go func() {
 		err := l.Wait(ctx)
-		ch <- result{err: err, at: time.Now()}
+		ch <- result{Err: err, At: time.Now()}
 	}()
 	return ch
-}
-
-func await(t *testing.T, ch <-chan result, d time.Duration, what string) result {
-	t.Helper()
-	select {
-	case r := <-ch:
-		return r
-	case <-time.After(d):
-		t.Fatalf("%s: no result within %v", what, d)
-		return result{}
-	}
-}
-
-func pending(t *testing.T, ch <-chan result, what string) {
-	t.Helper()
-	select {
-	case r := <-ch:
-		t.Fatalf("%s returned (err %v) while it should still wait", what, r.err)
-	default:
-	}
 }
 
 func TestSetCountAndCountDown(t *testing.T) {
@@ -153,9 +136,9 @@ func TestWaitersWokenByPush(t *testing.T) {
 		require.NoError(t, l.CountDown(ctx))
 		for i, w := range waits {
 			r := await(t, w, 3*time.Second, fmt.Sprintf("waiter %d", i))
-			require.NoError(t, r.err)
+			require.NoError(t, r.Err)
 			// A timed retry comes about a second apart: this is the push.
-			assert.Less(t, r.at.Sub(opened), 300*time.Millisecond, "waiter %d was not woken by the count-down", i)
+			assert.Less(t, r.At.Sub(opened), 300*time.Millisecond, "waiter %d was not woken by the count-down", i)
 		}
 		if s.Real() {
 			assert.Eventually(t, func() bool {
@@ -226,7 +209,7 @@ func TestTTL(t *testing.T) {
 		// Abandoned: the key goes, and the latch reads as opened.
 		w := waitAsync(ctx, l)
 		r := await(t, w, 3*time.Second, "Wait on an abandoned latch")
-		require.NoError(t, r.err)
+		require.NoError(t, r.Err)
 		assert.Zero(t, count(t, l))
 		time.Sleep(ttl) // request records live at most one TTL
 		assert.Empty(t, s.Keys(t, key(name)+"*"), "keys left after the TTL")
@@ -257,7 +240,7 @@ func TestConcurrentCountDown(t *testing.T) {
 		}
 		wg.Wait()
 		r := await(t, waiter, 3*time.Second, "Wait after every count-down")
-		require.NoError(t, r.err)
+		require.NoError(t, r.Err)
 		assert.Zero(t, count(t, latch.New(c, name)))
 		assert.Empty(t, latchKeys(t, s, name))
 	})
@@ -395,7 +378,7 @@ func TestCloseDuringWait(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 		require.NoError(t, c.Close())
 		r := await(t, w, 3*time.Second, "Wait across Close")
-		assert.ErrorIs(t, r.err, relock.ErrClosed)
+		assert.ErrorIs(t, r.Err, relock.ErrClosed)
 		assert.ErrorIs(t, l.CountDown(ctx), relock.ErrClosed)
 	})
 }
@@ -455,8 +438,8 @@ func TestACL(t *testing.T) {
 			opened := time.Now()
 			require.NoError(t, l.CountDown(ctx))
 			r := await(t, w, 3*time.Second, "the wait")
-			require.NoError(t, r.err)
-			assert.Less(t, r.at.Sub(opened), 300*time.Millisecond, "the waiter was not woken by the count-down")
+			require.NoError(t, r.Err)
+			assert.Less(t, r.At.Sub(opened), 300*time.Millisecond, "the waiter was not woken by the count-down")
 			assert.Empty(t, latchKeys(t, s, name))
 		})
 	})

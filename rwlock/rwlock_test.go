@@ -22,6 +22,15 @@ import (
 	"github.com/relock-go/relock/rwlock"
 )
 
+// The calls of these tests run in goroutines (see redistest.Async).
+type result = redistest.Result
+
+var (
+	async   = redistest.Async
+	await   = redistest.Await
+	pending = redistest.Pending
+)
+
 func TestMain(m *testing.M) { os.Exit(redistest.MainCluster(m)) }
 
 var newClient = redistest.NewClient
@@ -41,44 +50,6 @@ func lockKeys(t *testing.T, s *redistest.Server, name string) []string {
 	return out
 }
 
-// async runs f in a goroutine and returns a channel that receives its error
-// and the time it returned.
-func async(f func() error) <-chan result {
-	ch := make(chan result, 1)
-	go func() {
-		err := f()
-		ch <- result{err: err, at: time.Now()}
-	}()
-	return ch
-}
-
-type result struct {
-	err error
-	at  time.Time
-}
-
-// await returns f's result, failing t if it takes longer than d.
-func await(t *testing.T, ch <-chan result, d time.Duration, what string) result {
-	t.Helper()
-	select {
-	case r := <-ch:
-		return r
-	case <-time.After(d):
-		t.Fatalf("%s: no result within %v", what, d)
-		return result{}
-	}
-}
-
-// pending fails t if ch has delivered a result: the call must still wait.
-func pending(t *testing.T, ch <-chan result, what string) {
-	t.Helper()
-	select {
-	case r := <-ch:
-		t.Fatalf("%s returned (err %v) while it should still wait", what, r.err)
-	default:
-	}
-}
-
 func tryRLock(t *testing.T, l *rwlock.RWMutex) bool {
 	t.Helper()
 	ok, err := l.TryRLock(context.Background())
@@ -89,6 +60,7 @@ func tryRLock(t *testing.T, l *rwlock.RWMutex) bool {
 func tryLock(t *testing.T, l *rwlock.RWMutex) bool {
 	t.Helper()
 	ok, err := l.TryLock(context.Background())
+
 	require.NoError(t, err)
 	return ok
 }
@@ -124,9 +96,9 @@ func TestTwoReadersThenWriter(t *testing.T) {
 		released := time.Now()
 		require.NoError(t, b.RUnlock(ctx))
 		r := await(t, locked, 3*time.Second, "Lock after the last reader left")
-		require.NoError(t, r.err)
+		require.NoError(t, r.Err)
 		// A timer-driven waiter would wait about a second (core.MaxWait).
-		assert.Less(t, r.at.Sub(released), 500*time.Millisecond, "the last RUnlock did not wake the writer")
+		assert.Less(t, r.At.Sub(released), 500*time.Millisecond, "the last RUnlock did not wake the writer")
 		assert.False(t, tryRLock(t, a), "reader got in while the writer holds")
 		require.NoError(t, w.Unlock(ctx))
 		assert.Empty(t, s.Keys(t, lockKey(name)), "lock hash left after the last release")
@@ -387,8 +359,8 @@ func TestRenewalExtendsOnlyOwnHolds(t *testing.T) {
 		released := time.Now()
 		require.NoError(t, b.RUnlock(ctx))
 		r := await(t, locked, 5*time.Second, "Lock after B's release")
-		require.NoError(t, r.err)
-		assert.Less(t, r.at.Sub(released), 700*time.Millisecond, "the crashed reader's hold was renewed by another reader")
+		require.NoError(t, r.Err)
+		assert.Less(t, r.At.Sub(released), 700*time.Millisecond, "the crashed reader's hold was renewed by another reader")
 		require.NoError(t, w.Unlock(ctx))
 	})
 }
@@ -546,13 +518,13 @@ func TestWaitingWriterGivesUp(t *testing.T) {
 		pending(t, read, "RLock behind a waiting writer")
 
 		g := await(t, gaveUp, 3*time.Second, "Lock with a 400 ms ctx")
-		assert.ErrorIs(t, g.err, relock.ErrNotObtained)
-		assert.ErrorIs(t, g.err, context.DeadlineExceeded)
+		assert.ErrorIs(t, g.Err, relock.ErrNotObtained)
+		assert.ErrorIs(t, g.Err, context.DeadlineExceeded)
 		// Without the withdrawal, the reader would wait for the writer's
 		// registration to lapse (its heartbeat, 5 s).
 		r := await(t, read, 3*time.Second, "RLock after the writer gave up")
-		require.NoError(t, r.err)
-		assert.Less(t, r.at.Sub(g.at), 500*time.Millisecond, "the writer's withdrawal did not wake the reader")
+		require.NoError(t, r.Err)
+		assert.Less(t, r.At.Sub(g.At), 500*time.Millisecond, "the writer's withdrawal did not wake the reader")
 		assert.Zero(t, rdb.Exists(ctx, lockKey(name)+":queue").Val(), "waiting-writer registration left behind")
 
 		require.NoError(t, r1.RUnlock(ctx))
@@ -581,11 +553,11 @@ func TestCrashedWaitingWriterLapses(t *testing.T) {
 		crashed := time.Now()
 		read := async(func() error { return r2.RLock(ctx) })
 		res := await(t, locked, 3*time.Second, "Lock on a closed connection")
-		assert.Error(t, res.err)
+		assert.Error(t, res.Err)
 
 		r := await(t, read, hb+3*time.Second, "RLock behind a crashed waiting writer")
-		require.NoError(t, r.err)
-		waited := r.at.Sub(crashed)
+		require.NoError(t, r.Err)
+		waited := r.At.Sub(crashed)
 		assert.GreaterOrEqual(t, waited, hb/2, "the waiting writer did not hold the reader back")
 		// The registration lapses a heartbeat after the writer's last
 		// attempt; the reader notices on its next try (at most ~1.1 s later).
@@ -630,7 +602,7 @@ func TestReadReentryWhileWriterWaits(t *testing.T) {
 		pending(t, locked, "Lock while a reader still holds")
 		require.NoError(t, r1.RUnlock(ctx))
 		r := await(t, locked, 3*time.Second, "Lock after the reader left")
-		require.NoError(t, r.err)
+		require.NoError(t, r.Err)
 		require.NoError(t, w.Unlock(ctx))
 		assert.True(t, tryRLock(t, r2))
 		require.NoError(t, r2.RUnlock(ctx))
@@ -974,8 +946,8 @@ func TestCloseLeaksNoGoroutine(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 		require.NoError(t, c.Close())
 		res := await(t, locked, 3*time.Second, "Lock across Close")
-		assert.ErrorIs(t, res.err, relock.ErrNotObtained)
-		assert.ErrorIs(t, res.err, relock.ErrClosed)
+		assert.ErrorIs(t, res.Err, relock.ErrNotObtained)
+		assert.ErrorIs(t, res.Err, relock.ErrClosed)
 		select {
 		case <-r.Lost():
 		default:
@@ -1187,7 +1159,7 @@ func TestNoPublishWithoutWaiters(t *testing.T) {
 		got := async(func() error { return r.RLock(ctx) })
 		time.Sleep(100 * time.Millisecond)
 		require.NoError(t, l.Unlock(ctx))
-		require.NoError(t, await(t, got, time.Second, "the reader's RLock").err)
+		require.NoError(t, await(t, got, time.Second, "the reader's RLock").Err)
 		select {
 		case m := <-msgs:
 			assert.Equal(t, "*", m.Payload)

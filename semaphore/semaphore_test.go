@@ -25,6 +25,15 @@ import (
 	"github.com/relock-go/relock/semaphore"
 )
 
+// The calls of these tests run in goroutines (see redistest.Async).
+type result = redistest.Result
+
+var (
+	async   = redistest.Async
+	await   = redistest.Await
+	pending = redistest.Pending
+)
+
 func TestMain(m *testing.M) {
 	if spec := os.Getenv("RELOCK_TEST_SEM_HOLDER"); spec != "" {
 		holdForever(spec) // the child process of TestKilledHolder
@@ -57,42 +66,6 @@ func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-type result struct {
-	err error
-	at  time.Time
-}
-
-// async runs f in a goroutine; the channel receives its error and when it
-// returned.
-func async(f func() error) <-chan result {
-	ch := make(chan result, 1)
-	go func() {
-		err := f()
-		ch <- result{err: err, at: time.Now()}
-	}()
-	return ch
-}
-
-func await(t *testing.T, ch <-chan result, d time.Duration, what string) result {
-	t.Helper()
-	select {
-	case r := <-ch:
-		return r
-	case <-time.After(d):
-		t.Fatalf("%s: no result within %v", what, d)
-		return result{}
-	}
-}
-
-func pending(t *testing.T, ch <-chan result, what string) {
-	t.Helper()
-	select {
-	case r := <-ch:
-		t.Fatalf("%s returned (err %v) while it should still wait", what, r.err)
-	default:
-	}
 }
 
 func available(t *testing.T, s *semaphore.Semaphore) int {
@@ -280,16 +253,16 @@ func TestFIFOOrder(t *testing.T) {
 		released := time.Now()
 		require.NoError(t, holder.Release(ctx, 1))
 		r := await(t, bigGot, 3*time.Second, "Acquire(2) once both permits came back")
-		require.NoError(t, r.err)
+		require.NoError(t, r.Err)
 		// A timed retry comes about a second apart: a grant is pushed.
-		assert.Less(t, r.at.Sub(released), 300*time.Millisecond, "the release did not hand the permits over")
+		assert.Less(t, r.At.Sub(released), 300*time.Millisecond, "the release did not hand the permits over")
 		pending(t, smallGot, "Acquire(1) while the head holds everything")
 
 		released = time.Now()
 		require.NoError(t, big.Release(ctx, 2))
 		r = await(t, smallGot, 3*time.Second, "Acquire(1) after the head released")
-		require.NoError(t, r.err)
-		assert.Less(t, r.at.Sub(released), 300*time.Millisecond)
+		require.NoError(t, r.Err)
+		assert.Less(t, r.At.Sub(released), 300*time.Millisecond)
 		assert.Equal(t, 1, available(t, other))
 		require.NoError(t, small.Release(ctx, 1))
 		assert.Empty(t, semKeys(t, s, name))
@@ -319,8 +292,8 @@ func TestReleaseGrantsSeveralWaiters(t *testing.T) {
 		require.NoError(t, holder.Release(ctx, permits))
 		for i, ch := range got {
 			r := await(t, ch, 3*time.Second, fmt.Sprintf("waiter %d", i))
-			require.NoError(t, r.err)
-			assert.Less(t, r.at.Sub(released), 300*time.Millisecond, "waiter %d was not granted by the release", i)
+			require.NoError(t, r.Err)
+			assert.Less(t, r.At.Sub(released), 300*time.Millisecond, "waiter %d was not granted by the release", i)
 		}
 		assert.Equal(t, 0, available(t, holder))
 		for i, w := range waiters {
@@ -404,8 +377,8 @@ func TestCrashedHolderClientClosed(t *testing.T) {
 		require.NoError(t, crashing.Close()) // the holder "crashes": no release, no more renewals
 		crashed := time.Now()
 		r := await(t, got, 3*time.Second, "Acquire of a crashed holder's permits")
-		require.NoError(t, r.err)
-		assert.Less(t, r.at.Sub(crashed), lease+300*time.Millisecond, "permits came back later than one lease")
+		require.NoError(t, r.Err)
+		assert.Less(t, r.At.Sub(crashed), lease+300*time.Millisecond, "permits came back later than one lease")
 		assert.ErrorIs(t, dead.Release(ctx, 2), relock.ErrNotHeld)
 		require.NoError(t, w.Release(ctx, 3))
 		assert.Empty(t, semKeys(t, s, name))
@@ -540,12 +513,12 @@ func TestCancelledWaitLeavesNothing(t *testing.T) {
 		pending(t, smallGot, "Acquire(1) behind a waiting Acquire(2)")
 
 		g := await(t, gaveUp, 3*time.Second, "Acquire(2) with a 300 ms ctx")
-		assert.ErrorIs(t, g.err, relock.ErrNotObtained)
-		assert.ErrorIs(t, g.err, context.DeadlineExceeded)
+		assert.ErrorIs(t, g.Err, relock.ErrNotObtained)
+		assert.ErrorIs(t, g.Err, context.DeadlineExceeded)
 		assert.Zero(t, big.Held())
 		r := await(t, smallGot, 3*time.Second, "Acquire(1) after the head gave up")
-		require.NoError(t, r.err)
-		assert.Less(t, r.at.Sub(g.at), 300*time.Millisecond, "the waiter behind was not granted when the head left")
+		require.NoError(t, r.Err)
+		assert.Less(t, r.At.Sub(g.At), 300*time.Millisecond, "the waiter behind was not granted when the head left")
 		assert.Zero(t, rdb.Exists(ctx, key(name)+":queue").Val(), "queue entry left behind")
 
 		require.NoError(t, holder.Release(ctx, 1))
@@ -590,14 +563,14 @@ func TestGrantThenGiveUpKeepsEarlierPermits(t *testing.T) {
 		gaveUp := time.Now()
 		cancel()
 		r := await(t, wGot, 3*time.Second, "the Acquire that gave up")
-		if r.err == nil {
+		if r.Err == nil {
 			t.Skip("the waiter's timed attempt found its grant before it gave up")
 		}
-		assert.ErrorIs(t, r.err, relock.ErrNotObtained)
-		assert.ErrorIs(t, r.err, context.Canceled)
+		assert.ErrorIs(t, r.Err, relock.ErrNotObtained)
+		assert.ErrorIs(t, r.Err, context.Canceled)
 		r = await(t, nextGot, 3*time.Second, "the next waiter's Acquire")
-		require.NoError(t, r.err)
-		assert.Less(t, r.at.Sub(gaveUp), 500*time.Millisecond, "the grant was not passed on when its waiter gave up")
+		require.NoError(t, r.Err)
+		assert.Less(t, r.At.Sub(gaveUp), 500*time.Millisecond, "the grant was not passed on when its waiter gave up")
 		assert.Equal(t, 1, w.Held(), "the waiter that gave up lost the permit it held before")
 		assert.Equal(t, 0, available(t, next))
 		proxy.Drop(nil)
@@ -636,9 +609,9 @@ func TestDeadWaiterLeavesNothing(t *testing.T) {
 		died := time.Now()
 		cancel()
 		r := await(t, nextGot, 3*time.Second, "Acquire behind a dead waiter")
-		require.NoError(t, r.err)
-		assert.Less(t, r.at.Sub(died), hb+1200*time.Millisecond, "a dead waiter held the queue up for longer than its heartbeat")
-		assert.Error(t, await(t, deadGot, 3*time.Second, "the dead waiter's Acquire").err)
+		require.NoError(t, r.Err)
+		assert.Less(t, r.At.Sub(died), hb+1200*time.Millisecond, "a dead waiter held the queue up for longer than its heartbeat")
+		assert.Error(t, await(t, deadGot, 3*time.Second, "the dead waiter's Acquire").Err)
 		require.NoError(t, holder.Release(ctx, 1))
 		require.NoError(t, next.Release(ctx, 1))
 		assert.Eventually(t, func() bool { return len(semKeys(t, s, name)) == 0 }, 2*hb, 20*time.Millisecond,
@@ -804,8 +777,8 @@ func TestForceRelease(t *testing.T) {
 		require.NoError(t, err)
 		assert.True(t, ok)
 		r := await(t, got, 3*time.Second, "Acquire after ForceRelease")
-		require.NoError(t, r.err)
-		assert.Less(t, r.at.Sub(forced), 300*time.Millisecond, "the waiter was not granted by the force-release")
+		require.NoError(t, r.Err)
+		assert.Less(t, r.At.Sub(forced), 300*time.Millisecond, "the waiter was not granted by the force-release")
 		for _, h := range []*semaphore.Semaphore{a, b} {
 			select {
 			case <-h.Lost():
@@ -837,8 +810,8 @@ func TestCloseLeaksNoGoroutine(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 		require.NoError(t, c.Close())
 		r := await(t, got, 3*time.Second, "Acquire across Close")
-		assert.ErrorIs(t, r.err, relock.ErrNotObtained)
-		assert.ErrorIs(t, r.err, relock.ErrClosed)
+		assert.ErrorIs(t, r.Err, relock.ErrNotObtained)
+		assert.ErrorIs(t, r.Err, relock.ErrClosed)
 		select {
 		case <-h.Lost():
 		default:

@@ -2,12 +2,14 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/relock-go/relock/internal/lockerr"
+	"github.com/relock-go/relock/internal/shard"
 )
 
 // Replica acknowledgement (relock.WithSyncReplicas): after an acquire, the
@@ -44,17 +46,12 @@ func syncSupported(rdb redis.UniversalClient) error {
 // pin gives the handle one connection, to the node that serves its lock,
 // until unpin: the acquire and its WAIT go over it.
 func (o *Owner) pin(ctx context.Context) error {
-	var node *redis.Client
-	switch c := o.E.RDB.(type) {
-	case *redis.ClusterClient:
-		var err error
-		if node, err = c.MasterForKey(ctx, o.Keys.Lock); err != nil {
-			return err
-		}
-	case *redis.Client:
-		node = c
-	default:
+	node, err := shard.Node(ctx, o.E.RDB, o.Keys.Lock)
+	if errors.Is(err, shard.ErrNoNode) {
 		return syncSupported(o.E.RDB)
+	}
+	if err != nil {
+		return err
 	}
 	o.conn = node.Conn()
 	return nil

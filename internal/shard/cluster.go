@@ -23,3 +23,22 @@ func Refresh(rdb redis.UniversalClient, err error) {
 	}
 	cc.ReloadState(context.Background())
 }
+
+// ErrNoNode is what Node returns for a client that does not let a caller
+// pick the one server of a key (a Ring).
+var ErrNoNode = errors.New("shard: no single node to pin for this client")
+
+// Node returns the client of the one server that serves key: rdb itself
+// for a single server, the master of key's slot on a Cluster (from the
+// client's view of the cluster, which it may have to load first), so
+// that commands that must share a connection with a key's writes (WAIT
+// after a script) can be sent there.
+func Node(ctx context.Context, rdb redis.UniversalClient, key string) (*redis.Client, error) {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return c, nil
+	case *redis.ClusterClient:
+		return c.MasterForKey(ctx, key)
+	}
+	return nil, ErrNoNode
+}

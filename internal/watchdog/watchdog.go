@@ -656,17 +656,11 @@ func (w *Watchdog) renewSynced(now time.Time, batches [][]*Hold, latest time.Tim
 // on a single server, the master of key's slot on a Cluster; nil when it
 // cannot be had (WithSyncReplicas refuses a Ring).
 func (w *Watchdog) node(ctx context.Context, key string) *redis.Client {
-	switch c := w.rdb.(type) {
-	case *redis.Client:
-		return c
-	case *redis.ClusterClient:
-		n, err := c.MasterForKey(ctx, key)
-		if err != nil {
-			return nil
-		}
-		return n
+	n, err := shard.Node(ctx, w.rdb, key)
+	if err != nil {
+		return nil
 	}
-	return nil
+	return n
 }
 
 // renewCmd renews (or claims) every hold of b to the lease round noted.

@@ -135,8 +135,9 @@
 // also counts the stays inside across such a restart. An unlock that said
 // "gone" after an earlier Unlock call of the same hold had lost its reply
 // is no evidence of a loss: that call may have released the lock, and
-// relock then answers "gone" if its watchdog looked first (a known bug,
-// see verdict.goneAfterRetry); such unlocks are counted, not failed.
+// relock answers "gone" when the retry comes after the release's request
+// record expired (see verdict.goneAfterRetry); such unlocks are counted,
+// not failed.
 //
 // The judge must be able to fail: TestJudge feeds it synthetic records
 // (an overlap, readers together, a writer among readers, N+1 permits, a

@@ -114,13 +114,11 @@ type verdict struct {
 	// goneAfterRetry counts the unlocks that said "gone" after an earlier
 	// Unlock call of the same hold had an unknown outcome (a network
 	// error): the earlier call may have released the lock, so they are no
-	// evidence of a hold lost early. They are relock's to fix: its Unlock
-	// documents that calling it again "repeats the same request, which
-	// Redis answers as it did the first time", but when the watchdog
-	// renews the hold before that second call, it finds the key gone,
-	// declares the hold lost (Lost fires, ErrLockGone) and drops the
-	// pending release, so the second call says "gone" for a release that
-	// happened.
+	// evidence of a hold lost early. Unlock resends the release, whose
+	// request record answers as the first run did (even after a renewal
+	// found the key gone: locktest.FinalReleaseResentAfterRenewal), but
+	// the record lives min(lease, 15 s): a retry after a longer cut says
+	// "gone" for a release that happened.
 	goneAfterRetry int
 }
 

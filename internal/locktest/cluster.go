@@ -62,7 +62,7 @@ func ClusterNames(t *testing.T, k Kind) {
 func ClusterWakeUps(t *testing.T, k Kind) {
 	s := redistest.ClusterServer(t)
 	ctx := testCtx(t)
-	admin := s.Admin(t)
+	admin := s.Admin(t).(*redis.ClusterClient)
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	conns := "relock-test-" + hex.EncodeToString(b[:])
@@ -78,7 +78,7 @@ func ClusterWakeUps(t *testing.T, k Kind) {
 	masters := map[string]bool{}
 	for i := range names {
 		names[i] = base + "." + strconv.Itoa(i)
-		m, err := admin.(*redis.ClusterClient).MasterForKey(ctx, k.Key(names[i]))
+		m, err := admin.MasterForKey(ctx, k.Key(names[i]))
 		require.NoError(t, err)
 		masters[m.Options().Addr] = true
 	}
@@ -86,7 +86,7 @@ func ClusterWakeUps(t *testing.T, k Kind) {
 
 	stats := func() (pub, spub int64) {
 		var mu sync.Mutex
-		require.NoError(t, admin.(*redis.ClusterClient).ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		require.NoError(t, admin.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
 			info := m.Info(ctx, "commandstats").Val()
 			mu.Lock()
 			defer mu.Unlock()
@@ -101,7 +101,7 @@ func ClusterWakeUps(t *testing.T, k Kind) {
 	pubSubConns := func() map[string]int {
 		out := map[string]int{}
 		var mu sync.Mutex
-		require.NoError(t, admin.(*redis.ClusterClient).ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		require.NoError(t, admin.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
 			list := m.ClientList(ctx).Val()
 			mu.Lock()
 			defer mu.Unlock()
@@ -158,7 +158,7 @@ func ClusterWakeUps(t *testing.T, k Kind) {
 	// subscribes their channels again, and the releases that follow
 	// reach them by push...
 	kill := func() {
-		require.NoError(t, admin.(*redis.ClusterClient).ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		require.NoError(t, admin.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
 			return m.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Err()
 		}))
 	}

@@ -1184,6 +1184,10 @@ func TestClusterWakeUps(t *testing.T) {
 	t.Run("write", func(t *testing.T) { locktest.ClusterWakeUps(t, writer) })
 }
 
+// TestClusterReshard runs the writers (the exclusive side) through
+// resharding; the scripts of both sides share the retry it checks.
+func TestClusterReshard(t *testing.T) { locktest.ClusterReshard(t, writer) }
+
 func TestFinalReleaseResentAfterRenewal(t *testing.T) {
 	sides(t, locktest.FinalReleaseResentAfterRenewal)
 }

@@ -1053,6 +1053,8 @@ func TestClusterNames(t *testing.T) { locktest.ClusterNames(t, sem1) }
 
 func TestClusterWakeUps(t *testing.T) { locktest.ClusterWakeUps(t, sem1) }
 
+func TestClusterReshard(t *testing.T) { locktest.ClusterReshard(t, sem1) }
+
 func TestFinalReleaseResentAfterRenewal(t *testing.T) {
 	locktest.FinalReleaseResentAfterRenewal(t, sem1)
 }

@@ -121,6 +121,9 @@ func (p *exclusive) Acquire(ctx context.Context, r *Request) ([]int64, error) {
 	o := p.o
 	if r.First && p.scripts.SetNX && !o.Cfg.Fencing && r.Held[Units] == 0 {
 		ok, err := o.scripter().SetNX(ctx, o.Keys.Lock, o.Token, o.Lease()).Result()
+		for tries := 1; o.again(ctx, err, tries); tries++ {
+			ok, err = o.scripter().SetNX(ctx, o.Keys.Lock, o.Token, o.Lease()).Result()
+		}
 		if err != nil {
 			return nil, err
 		}

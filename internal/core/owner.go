@@ -129,9 +129,24 @@ func (o *Owner) Run(ctx context.Context, s *redis.Script, keys []string, args ..
 	if o.E.sharded {
 		s = scripts.Sharded(s)
 	}
-	cmd := s.Run(ctx, o.scripter(), keys, args...)
-	shard.Refresh(o.E.RDB, cmd.Err()) // a node out of reach may have failed over
-	return cmd
+	for tries := 1; ; tries++ {
+		cmd := s.Run(ctx, o.scripter(), keys, args...)
+		if !o.again(ctx, cmd.Err(), tries) {
+			return cmd
+		}
+	}
+}
+
+// again looks at err, the outcome of a command's tries-th try: after a
+// node out of reach it has a Cluster client reload its view (the node may
+// have failed over); after a Cluster's refusal because the keys' slot is
+// being resharded (shard.Unsettled: the command did not run) it pauses
+// and reports that the command should be sent again, while ctx allows. A
+// pinned connection (WithSyncReplicas) is one node's and cannot follow a
+// slot: its refusals are returned.
+func (o *Owner) again(ctx context.Context, err error, tries int) bool {
+	shard.Refresh(o.E.RDB, err)
+	return o.conn == nil && shard.Unsettled(o.E.RDB, err) && shard.Pause(ctx, tries) == nil
 }
 
 // Cleanup returns a context for work that must be done even though the

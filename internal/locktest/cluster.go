@@ -377,8 +377,7 @@ func ClusterMoves(t *testing.T, k Kind) {
 	src, dst := cl.Nodes[1], cl.Nodes[2]
 	moved := namesOn(src.Addr, 3)
 	move("migration", moved, dst.Addr, func() {
-		sc, dc := node(src.Addr), node(dst.Addr)
-		host, port, _ := strings.Cut(dst.Addr, ":")
+		sc := node(src.Addr)
 		slots := map[int64]bool{}
 		for _, name := range moved {
 			slot, err := sc.ClusterKeySlot(ctx, k.Key(name)).Result()
@@ -386,21 +385,7 @@ func ClusterMoves(t *testing.T, k Kind) {
 			slots[slot] = true
 		}
 		for slot := range slots {
-			require.NoError(t, dc.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", src.ID).Err())
-			require.NoError(t, sc.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", dst.ID).Err())
-			keys, err := sc.Do(ctx, "CLUSTER", "GETKEYSINSLOT", slot, 1000).StringSlice()
-			require.NoError(t, err)
-			if len(keys) > 0 {
-				args := []any{"MIGRATE", host, port, "", 0, 5000, "KEYS"}
-				for _, key := range keys {
-					args = append(args, key)
-				}
-				require.NoError(t, sc.Do(ctx, args...).Err())
-			}
-			// The destination first, then the source (as redis-cli does);
-			// the other nodes learn it from them.
-			require.NoError(t, dc.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dst.ID).Err())
-			require.NoError(t, sc.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dst.ID).Err())
+			require.NoError(t, cl.Migrate(ctx, slot, src, dst, 0))
 		}
 	})
 }

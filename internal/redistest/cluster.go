@@ -247,3 +247,55 @@ func clusterOptions(c *Cluster, o *redis.Options) *redis.ClusterOptions {
 		PoolSize:        o.PoolSize,
 	}
 }
+
+// Migrate moves slot from the master from to the master to as redis-cli
+// --cluster reshard does: the destination imports, the source migrates,
+// the slot's keys move with MIGRATE one at a time (pause between two, to
+// hold the slot half-moved: ASK and TRYAGAIN replies), until the source
+// has none left (keys created meanwhile are created at the destination),
+// then both masters give the slot to the destination; the other nodes
+// learn it from them.
+func (c *Cluster) Migrate(ctx context.Context, slot int64, from, to *ClusterNode, pause time.Duration) error {
+	src := redis.NewClient(&redis.Options{Addr: from.Addr})
+	defer src.Close()
+	dst := redis.NewClient(&redis.Options{Addr: to.Addr})
+	defer dst.Close()
+	if err := dst.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", from.ID).Err(); err != nil {
+		return err
+	}
+	if err := src.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", to.ID).Err(); err != nil {
+		return err
+	}
+	host, port, _ := strings.Cut(to.Addr, ":")
+	for {
+		keys, err := src.Do(ctx, "CLUSTER", "GETKEYSINSLOT", slot, 100).StringSlice()
+		if err != nil {
+			return err
+		}
+		if len(keys) == 0 {
+			break
+		}
+		for _, key := range keys {
+			// A key gone meanwhile (expired, deleted) replies +NOKEY.
+			if err := src.Do(ctx, "MIGRATE", host, port, key, 0, 5000).Err(); err != nil {
+				return fmt.Errorf("MIGRATE %s: %w", key, err)
+			}
+			if err := sleep(ctx, pause); err != nil {
+				return err
+			}
+		}
+	}
+	if err := dst.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", to.ID).Err(); err != nil {
+		return err
+	}
+	return src.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", to.ID).Err()
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}

@@ -3,6 +3,8 @@ package shard
 import (
 	"context"
 	"errors"
+	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -22,6 +24,44 @@ func Refresh(rdb redis.UniversalClient, err error) {
 		return // a reply: the node is there
 	}
 	cc.ReloadState(context.Background())
+}
+
+// Unsettled reports whether err is a Redis Cluster's refusal of a command
+// because the slot of its keys is moving or has just moved to another
+// master (TRYAGAIN: some of the keys are already at the destination;
+// ASK, MOVED: the client's view is behind), as a reply to rdb, a Cluster
+// client. Redis did not run the command: sending it again is safe, and
+// succeeds once the slot has settled. go-redis follows such replies only
+// MaxRedirects times (3 by default) within a few milliseconds, which a
+// slot resharded key by key, or moved twice in a row, outlasts.
+func Unsettled(rdb redis.UniversalClient, err error) bool {
+	if _, ok := rdb.(*redis.ClusterClient); !ok {
+		return false // a single node's client cannot follow a redirect
+	}
+	var rerr redis.Error
+	if !errors.As(err, &rerr) {
+		return false
+	}
+	msg := rerr.Error()
+	return strings.HasPrefix(msg, "TRYAGAIN ") || strings.HasPrefix(msg, "ASK ") || strings.HasPrefix(msg, "MOVED ")
+}
+
+// Pause waits before the next try of a command that Unsettled refused
+// after try tries (1, 2, ...): 10 ms doubling up to 250 ms, or until ctx
+// ends, whose error it returns.
+func Pause(ctx context.Context, tries int) error {
+	d := 250 * time.Millisecond
+	if tries < 5 {
+		d = 10 * time.Millisecond << (tries - 1)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // ErrNoNode is what Node returns for a client that does not let a caller

@@ -546,3 +546,5 @@ func TestFinalReleaseResentAfterRenewal(t *testing.T) {
 func TestClusterMoves(t *testing.T) { locktest.ClusterMoves(t, kind) }
 
 func TestClusterReshard(t *testing.T) { locktest.ClusterReshard(t, kind) }
+
+func TestSentinelFailover(t *testing.T) { locktest.SentinelFailover(t, kind) }

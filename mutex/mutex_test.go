@@ -487,6 +487,8 @@ func TestClusterWakeUps(t *testing.T) { locktest.ClusterWakeUps(t, kind) }
 
 func TestClusterFailover(t *testing.T) { locktest.ClusterFailover(t, kind) }
 
+func TestSentinelFailover(t *testing.T) { locktest.SentinelFailover(t, kind) }
+
 func TestFinalReleaseResentAfterRenewal(t *testing.T) {
 	locktest.FinalReleaseResentAfterRenewal(t, kind)
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -60,6 +61,22 @@ func (m *Managed) Crash() error {
 	_ = m.cmd.Wait()
 	m.cmd = nil
 	return err
+}
+
+// Freeze stops the running server's process (SIGSTOP): it keeps its
+// connections and answers nothing until Thaw, as a host that hangs.
+func (m *Managed) Freeze() error { return m.signal(syscall.SIGSTOP) }
+
+// Thaw lets a frozen server run again (SIGCONT).
+func (m *Managed) Thaw() error { return m.signal(syscall.SIGCONT) }
+
+func (m *Managed) signal(sig syscall.Signal) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cmd == nil {
+		return errors.New("redistest: signal to a crashed server")
+	}
+	return m.cmd.Process.Signal(sig)
 }
 
 // Wipe removes the crashed server's data files (append-only files and RDB

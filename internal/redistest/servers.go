@@ -20,10 +20,7 @@ func StartServer(t testing.TB, args ...string) *Server {
 	if err != nil {
 		unavailable(t, err)
 	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
+	t.Cleanup(func() { stop(cmd) })
 	return &Server{Addr: addr}
 }
 

@@ -38,6 +38,7 @@ func TestACLLine(t *testing.T) {
 	for _, want := range []string{
 		redistest.ACLLine(redistest.ACLUser, "PASSWORD"),
 		"ACL SETUSER " + redistest.ACLUser + " " + redistest.ACLOperatorRules, // the relock command's extra rules
+		"ACL SETUSER " + redistest.ACLUser + " " + redistest.ACLClusterRules,  // a Cluster's extra rules
 	} {
 		assert.True(t, lines[want], "the README has no line\n%s", want)
 	}
@@ -78,10 +79,11 @@ func TestACLRulesCoverScripts(t *testing.T) {
 	sort.Strings(missing)
 	assert.Empty(t, missing, "commands the scripts call that the ACL rules do not allow")
 
-	// Sent by relock or go-redis themselves (see redistest.ACLRules). Should
-	// wake-ups move to sharded pub/sub, SPUBLISH in a script shows up above
-	// as a command the rules miss; SSUBSCRIBE and SUNSUBSCRIBE belong here
-	// then (and in ACLRules), and RunACL's ACL LOG check fails until they are.
+	// Sent by relock or go-redis themselves (see redistest.ACLRules). A
+	// Cluster's extra rules (SPUBLISH of the scripts' sharded twins, built
+	// in Go; SSUBSCRIBE, SUNSUBSCRIBE; CLUSTER SLOTS) are ACLClusterRules,
+	// which the lock packages' TestACL/cluster checks against the ACL LOG
+	// of every node.
 	direct := map[string]bool{"evalsha": true, "eval": true, "set": true, "get": true, "exists": true,
 		"pttl": true, "hget": true, "wait": true, "subscribe": true, "unsubscribe": true, "ping": true,
 		"client|setname": true, "select": true}

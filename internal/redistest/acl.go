@@ -39,6 +39,14 @@ const ACLRules = "resetkeys ~relock:* resetchannels &relock:* -@all " +
 	"+del +incr +decr +pexpire +hset +hdel +hexists +hincrby +hmget " +
 	"+zadd +zrem +zcard +zscore +zrange +zrangebyscore +zremrangebyscore +publish +time"
 
+// ACLClusterRules are the rules that a user needs beyond ACLRules on a
+// Redis Cluster, through go-redis's ClusterClient: its view of the
+// cluster (CLUSTER SLOTS) and sharded wake-ups (the scripts' SPUBLISH,
+// the Client's SSUBSCRIBE and SUNSUBSCRIBE). Every master needs the user:
+// Redis does not spread ACLs over a cluster. The README gives them as
+// "ACL SETUSER relock " + ACLClusterRules.
+const ACLClusterRules = "+cluster|slots +spublish +ssubscribe +sunsubscribe"
+
 // ACLOperatorRules are the rules that the relock command (cmd/relock)
 // needs beyond ACLRules: SCAN (list) and HGETALL (inspect's scripts read
 // whole hashes). The README gives them as "ACL SETUSER relock " +
@@ -52,9 +60,9 @@ func ACLLine(user, password string) string {
 }
 
 var (
-	aclOnce sync.Once
-	aclSrv  *Server
-	aclErr  error
+	aclOnce, aclClusterOnce sync.Once
+	aclSrv, aclClusterSrv   *Server
+	aclErr, aclClusterErr   error
 )
 
 // ACL returns the package's real redis-server as ACLUser, a user with
@@ -64,9 +72,7 @@ func ACL(t testing.TB) *Server {
 	t.Helper()
 	r := Real(t)
 	aclOnce.Do(func() {
-		var b [16]byte
-		_, _ = rand.Read(b[:])
-		pw := hex.EncodeToString(b[:])
+		pw := newPassword()
 		if aclErr = SetUser(context.Background(), r, ACLLine(ACLUser, pw)); aclErr == nil {
 			aclSrv = &Server{Addr: r.Addr, Username: ACLUser, Password: pw}
 		}
@@ -75,6 +81,34 @@ func ACL(t testing.TB) *Server {
 		t.Fatalf("create the ACL user: %v", aclErr)
 	}
 	return aclSrv
+}
+
+// ACLCluster returns the test binary's cluster (RealCluster) as ACLUser,
+// with exactly ACLRules and ACLClusterRules on every node (created once
+// per test binary).
+func ACLCluster(t testing.TB) *Server {
+	t.Helper()
+	c := RealCluster(t)
+	aclClusterOnce.Do(func() {
+		pw := newPassword()
+		for _, n := range c.Nodes {
+			line := ACLLine(ACLUser, pw) + " " + ACLClusterRules
+			if aclClusterErr = SetUser(context.Background(), &n.Server, line); aclClusterErr != nil {
+				return
+			}
+		}
+		aclClusterSrv = &Server{Addr: c.Nodes[0].Addr, Cluster: c, Username: ACLUser, Password: pw}
+	})
+	if aclClusterErr != nil {
+		t.Fatalf("create the ACL user on the cluster: %v", aclClusterErr)
+	}
+	return aclClusterSrv
+}
+
+func newPassword() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // SetUser runs line, an "ACL SETUSER user rules..." command, on s as its
@@ -112,18 +146,38 @@ func NewUser(t testing.TB, s *Server, rules string) *Server {
 // on the real redis-server only, with clients (Server.Client,
 // NewClient) that connect as ACLUser, whose rights are exactly ACLRules;
 // Server.Keys and Server.Admin stay unrestricted for the tests' own checks.
-// At the end it fails t if the server refused ACLUser anything (its ACL
-// LOG): whatever relock or a shared test sent was within the rules, even
-// a refusal that the library swallowed.
+// In a binary whose Run also covers the cluster (MainCluster), f runs a
+// second time, as subtest "cluster", on the cluster as ACLUser with
+// ACLRules and ACLClusterRules. At the end it fails t if a server refused
+// ACLUser anything (its ACL LOG): whatever relock or a shared test sent
+// was within the rules, even a refusal that the library swallowed.
 func RunACL(t *testing.T, f func(t *testing.T)) {
 	t.Helper()
 	s := ACL(t)
-	admin := s.Admin(t)
+	checkACLLog(t, s)
+	RunOn(t, s, "redis-acl", f)
+	if onCluster && !testing.Short() {
+		t.Run("cluster", func(t *testing.T) {
+			cs := ACLCluster(t)
+			for _, n := range cs.Cluster.Nodes {
+				checkACLLog(t, &n.Server)
+			}
+			RunOn(t, cs, "cluster-acl", f)
+		})
+	}
+}
+
+// checkACLLog fails t, at its end, if the server s refused ACLUser
+// anything (its ACL LOG, which it then resets: each refusal is reported
+// once).
+func checkACLLog(t *testing.T, s *Server) {
 	t.Cleanup(func() {
 		ctx := context.Background()
+		admin := redis.NewClient(s.adminOptions())
+		defer admin.Close()
 		log, err := admin.ACLLog(ctx, 0).Result()
 		if err != nil {
-			t.Errorf("ACL LOG: %v", err)
+			t.Errorf("ACL LOG of %s: %v", s.Addr, err)
 			return
 		}
 		var refused []string
@@ -133,9 +187,8 @@ func RunACL(t *testing.T, f func(t *testing.T)) {
 			}
 		}
 		if len(refused) > 0 {
-			t.Errorf("Redis refused the ACL user %s: %s", ACLUser, strings.Join(refused, "; "))
-			_ = admin.ACLLogReset(ctx).Err() // report each refusal once
+			t.Errorf("%s refused the ACL user %s: %s", s.Addr, ACLUser, strings.Join(refused, "; "))
+			_ = admin.ACLLogReset(ctx).Err()
 		}
 	})
-	RunOn(t, s, "redis-acl", f)
 }

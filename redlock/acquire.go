@@ -32,6 +32,7 @@ type result struct {
 	ok    bool
 	retry time.Duration // how long until a holder's key expires on some master (<= 0: unknown)
 	split bool          // no other owner was seen on a majority: contenders split the masters
+	some  bool          // some masters granted it (and were given back): the lock was free there
 	took  time.Duration
 }
 
@@ -185,7 +186,7 @@ func (m *Mutex) attempt(ctx context.Context, c *call) (result, error) {
 			detail: fmt.Sprintf("granted by %d of %d masters, but only after its validity time (the attempt took %v; lease %v)",
 				g, n, took.Round(time.Microsecond), m.lease)})
 	}
-	return result{retry: retry, split: r < m.quorum, took: took}, nil
+	return result{retry: retry, split: r < m.quorum, some: g > 0, took: took}, nil
 }
 
 func granted(r reply) bool { return r.err == nil && len(r.val) >= 2 && r.val[0] == 1 }
@@ -347,6 +348,10 @@ func waitFor(ttl, capWait time.Duration) time.Duration {
 	}
 	return ttl + rand.N(ttl/10+1)
 }
+
+// maxTrySplits is how many times TryLock tries again after contenders
+// may have split the masters.
+const maxTrySplits = 3
 
 // backoff is the random delay after the splits-th split attempt in a
 // row: up to twice the attempt's time plus a millisecond, doubling with

@@ -74,7 +74,8 @@
 // the attempt timeout, or their Client closed. Lock returns it at once,
 // without waiting (it also matches relock.ErrNotObtained). TryLock returns
 // (false, nil) when a majority answered but did not grant it: another
-// owner holds it (or contenders split it). Invalid input is reported by
+// owner holds it, or the masters stay split after three retries (see
+// Mutex.TryLock). Invalid input is reported by
 // every call: no client, a nil Client (relock.ErrNilClient), the same
 // Client or the same server address twice (relock.ErrInvalidOption), an
 // invalid name or option. Any number of masters works, the majority being

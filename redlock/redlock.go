@@ -190,10 +190,17 @@ func (m *Mutex) Lock(ctx context.Context) error {
 
 // TryLock makes one attempt on every master: (true, nil) if a majority
 // granted it; (false, nil) if a majority of the masters answered but not
-// enough of them granted it, because another owner holds it (or
-// contenders split the masters between them); (false, err) with err
-// matching ErrNoQuorum if fewer than a majority answered. It never waits
-// for the lock, and what a failed attempt took is released.
+// enough of them granted it, because another owner holds it; (false, err)
+// with err matching ErrNoQuorum if fewer than a majority answered. It
+// never waits for the lock, and what a failed attempt took is released.
+//
+// When contenders split the masters between them (nobody got a
+// majority, and each gave back what it took; seen as an attempt that got
+// some masters but not a majority), TryLock tries again after a random
+// delay of a few milliseconds (Redlock's retry), up to three times while
+// ctx allows; if the masters are still split then (a lasting split: a
+// partial hold of another owner, or masters down), it returns (false,
+// nil).
 func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	if m.err != nil {
 		return false, m.errorf("trylock", m.err)
@@ -201,6 +208,16 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	begin := time.Now()
 	c := &call{op: "trylock", queued: make([]int8, len(m.owners))}
 	res, err := m.attempt(ctx, c)
+	// Refusals do not say by whom: several contenders that each got
+	// fewer than a majority refuse one another as one owner with a
+	// majority would. An attempt that got some masters met a free lock
+	// there: a race, likely a split, worth another try.
+	for splits := 1; err == nil && (res.split || res.some) && splits <= maxTrySplits; splits++ {
+		if sleep(ctx, nil, backoff(splits, res.took)) != nil {
+			break // ctx ended: the attempt's answer stands
+		}
+		res, err = m.attempt(ctx, c)
+	}
 	if err == nil && res.ok {
 		m.acquired(begin)
 	}

@@ -638,3 +638,50 @@ func TestPolling(t *testing.T) {
 		ms.clean(t, name)
 	})
 }
+
+// TestTryLockRace: four owners, each on Clients of its own, call TryLock
+// at the same moment on the five masters, round after round. Never do
+// two get it; and when they split the masters (nobody got a majority),
+// TryLock's retries settle it, so that a round nobody won is rare.
+func TestTryLockRace(t *testing.T) {
+	run(t, func(t *testing.T, ms masters) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		const owners, rounds = 4, 40
+		handles := make([]*redlock.Mutex, owners)
+		for i := range handles {
+			handles[i] = redlock.New(ms.clients(t), name)
+		}
+		empty := 0
+		for r := 0; r < rounds; r++ {
+			start := make(chan struct{})
+			got := make([]bool, owners)
+			var wg sync.WaitGroup
+			for i, h := range handles {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					ok, err := h.TryLock(ctx)
+					assert.NoError(t, err)
+					got[i] = ok
+				}()
+			}
+			close(start)
+			wg.Wait()
+			winners := 0
+			for i, ok := range got {
+				if ok {
+					winners++
+					require.NoError(t, handles[i].Unlock(ctx))
+				}
+			}
+			require.LessOrEqual(t, winners, 1, "round %d: two owners at once", r)
+			if winners == 0 {
+				empty++
+			}
+		}
+		t.Logf("%d of %d rounds without a winner", empty, rounds)
+		assert.LessOrEqual(t, empty, rounds/10, "rounds that nobody won")
+	})
+}

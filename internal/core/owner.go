@@ -141,9 +141,10 @@ func (o *Owner) Run(ctx context.Context, s *redis.Script, keys []string, args ..
 // node out of reach it has a Cluster client reload its view (the node may
 // have failed over); after a Cluster's refusal because the keys' slot is
 // being resharded (shard.Unsettled: the command did not run) it pauses
-// and reports that the command should be sent again, while ctx allows. A
-// pinned connection (WithSyncReplicas) is one node's and cannot follow a
-// slot: its refusals are returned.
+// and reports that the command should be sent again, while ctx allows
+// (about 10 s at most: shard.MaxUnsettledTries). A pinned connection
+// (WithSyncReplicas) is one node's and cannot follow a slot: its refusals
+// are returned.
 func (o *Owner) again(ctx context.Context, err error, tries int) bool {
 	shard.Refresh(o.E.RDB, err)
 	return o.conn == nil && shard.Unsettled(o.E.RDB, err) && shard.Pause(ctx, tries) == nil

@@ -46,10 +46,23 @@ func Unsettled(rdb redis.UniversalClient, err error) bool {
 	return strings.HasPrefix(msg, "TRYAGAIN ") || strings.HasPrefix(msg, "ASK ") || strings.HasPrefix(msg, "MOVED ")
 }
 
+// MaxUnsettledTries bounds the tries of a command that Unsettled refuses
+// (about 10 s of Pause): a slot's migration lasts far less, and a cluster
+// whose nodes keep disagreeing on a slot must not hang a call whose ctx
+// has no deadline.
+const MaxUnsettledTries = 45
+
+// errUnsettled is Pause's answer after MaxUnsettledTries.
+var errUnsettled = errors.New("shard: slot still moving")
+
 // Pause waits before the next try of a command that Unsettled refused
-// after try tries (1, 2, ...): 10 ms doubling up to 250 ms, or until ctx
-// ends, whose error it returns.
+// after tries tries (1, 2, ...): 10 ms doubling up to 250 ms. It returns
+// ctx's error if ctx ends first, and an error without waiting once tries
+// reaches MaxUnsettledTries.
 func Pause(ctx context.Context, tries int) error {
+	if tries >= MaxUnsettledTries {
+		return errUnsettled
+	}
 	d := 250 * time.Millisecond
 	if tries < 5 {
 		d = 10 * time.Millisecond << (tries - 1)

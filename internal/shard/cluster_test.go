@@ -1,0 +1,63 @@
+package shard_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/internal/shard"
+)
+
+// reply is an error reply of Redis, as go-redis returns it.
+type reply string
+
+func (r reply) Error() string { return string(r) }
+func (reply) RedisError()     {}
+
+var _ redis.Error = reply("")
+
+func TestUnsettled(t *testing.T) {
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
+	t.Cleanup(func() { _ = cc.Close() })
+	single := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	t.Cleanup(func() { _ = single.Close() })
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{reply("TRYAGAIN Multiple keys request during rehashing of slot"), true},
+		{reply("ASK 3470 127.0.0.1:7001"), true},
+		{reply("MOVED 3470 127.0.0.1:7001"), true},
+		{fmt.Errorf("mutex: unlock: %w", reply("MOVED 3470 127.0.0.1:7001")), true},
+		{reply("CLUSTERDOWN The cluster is down"), false}, // nobody serves the slot: not a move
+		{reply("ERR unknown command"), false},
+		{errors.New("MOVED 3470 127.0.0.1:7001"), false}, // not a reply
+		{context.DeadlineExceeded, false},
+		{nil, false},
+	} {
+		assert.Equal(t, tc.want, shard.Unsettled(cc, tc.err), "%v", tc.err)
+		assert.False(t, shard.Unsettled(single, tc.err), "a single node's client cannot follow %v", tc.err)
+	}
+}
+
+func TestPause(t *testing.T) {
+	ctx := context.Background()
+	start := time.Now()
+	require.NoError(t, shard.Pause(ctx, 1))
+	require.NoError(t, shard.Pause(ctx, 2))
+	assert.GreaterOrEqual(t, time.Since(start), 30*time.Millisecond, "10 ms, then 20 ms")
+
+	start = time.Now()
+	assert.Error(t, shard.Pause(ctx, shard.MaxUnsettledTries), "no more tries")
+	assert.Less(t, time.Since(start), 5*time.Millisecond, "the last refusal is returned at once")
+
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	assert.ErrorIs(t, shard.Pause(cctx, 10), context.Canceled)
+}

@@ -93,7 +93,7 @@ func (l *RWMutex) counts(ctx context.Context) (r, w int, err error) {
 	if err := l.h.Check(); err != nil {
 		return 0, 0, l.errorf("hold-count", err)
 	}
-	res, err := l.h.Run(ctx, scripts.RWCount, []string{l.p.keys[0], l.p.keys[3]}, l.h.Token).Int64Slice()
+	res, err := l.h.RunShared(ctx, scripts.RWCount, []string{l.p.keys[0], l.p.keys[3]}, l.h.Token).Int64Slice()
 	if err == nil && len(res) != 2 {
 		err = fmt.Errorf("unexpected reply %v", res)
 	}

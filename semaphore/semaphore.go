@@ -192,7 +192,7 @@ func (s *Semaphore) Available(ctx context.Context) (int, error) {
 	if err := s.check("available", 1, false); err != nil {
 		return 0, err
 	}
-	n, err := s.h.Run(ctx, scripts.SemAvailable, s.p.queries, s.p.permits, s.h.Keys.Channel).Int()
+	n, err := s.h.RunShared(ctx, scripts.SemAvailable, s.p.queries, s.p.permits, s.h.Keys.Channel).Int()
 	if err != nil {
 		return 0, s.errorf("available", s.p.mismatch(err))
 	}
@@ -212,7 +212,7 @@ func (s *Semaphore) ForceRelease(ctx context.Context) (bool, error) {
 	if err := s.check("force-release", 1, false); err != nil {
 		return false, err
 	}
-	n, err := s.h.Run(ctx, scripts.SemForceRelease, s.p.queries, s.p.permits, s.h.Keys.Channel).Int()
+	n, err := s.h.RunShared(ctx, scripts.SemForceRelease, s.p.queries, s.p.permits, s.h.Keys.Channel).Int()
 	if err != nil {
 		return false, s.errorf("force-release", s.p.mismatch(err))
 	}

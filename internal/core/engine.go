@@ -14,6 +14,7 @@ import (
 
 	"github.com/relock-go/relock/internal/lockerr"
 	"github.com/relock-go/relock/internal/notify"
+	"github.com/relock-go/relock/internal/shard"
 	"github.com/relock-go/relock/internal/watchdog"
 )
 
@@ -183,8 +184,10 @@ func isNil(rdb redis.UniversalClient) bool {
 
 // IsRedisError reports whether err is an error reply from Redis (the
 // command was refused or failed there), as opposed to a transport or
-// context error after which the command may or may not have run.
+// context error after which the command may or may not have run. A
+// Cluster's refusal of a moving slot (shard.Moving) is not one: go-redis
+// may have sent the command before, and lost that reply.
 func IsRedisError(err error) bool {
 	var rerr redis.Error
-	return errors.As(err, &rerr) && !errors.Is(err, redis.Nil)
+	return errors.As(err, &rerr) && !errors.Is(err, redis.Nil) && !shard.Moving(err)
 }

@@ -109,7 +109,9 @@ func (o *Owner) NextRequest() string {
 
 // MaxRecordTTL bounds how long a request record is kept. go-redis with its
 // defaults (3 s read timeout, 3 retries, backoff up to 512 ms) gives up on a
-// command within about 14 s of sending it.
+// command within about 14 s of sending it; the handle sends a script that a
+// Cluster refused while its slot moves again for about 10 s
+// (shard.MaxUnsettled).
 const MaxRecordTTL = 15 * time.Second
 
 // RecordTTL is how long a request record is kept, in milliseconds: long
@@ -123,31 +125,48 @@ const MaxRecordTTL = 15 * time.Second
 // acquire is not undone.)
 func (o *Owner) RecordTTL() int64 { return min(o.Lease(), MaxRecordTTL).Milliseconds() }
 
-// Run runs script with the owner's Redis client (on a Cluster, its twin
-// that publishes wake-ups with SPUBLISH).
+// Run runs script on the owner's Redis client, or on its pinned
+// connection during a WithSyncReplicas attempt (the caller holds the
+// handle's mutex); on a Cluster, the script's twin that publishes wake-ups
+// with SPUBLISH. A script that a Cluster refuses while its slot moves is
+// sent again (see again).
 func (o *Owner) Run(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
+	return o.run(ctx, o.scripter(), o.conn != nil, s, keys, args...)
+}
+
+// RunShared is Run on the owner's Redis client, never on a pinned
+// connection: for calls made without the handle's mutex (an operator's
+// force-unlock, a semaphore's count), which must not share the
+// connection of an attempt in flight.
+func (o *Owner) RunShared(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
+	return o.run(ctx, o.E.RDB, false, s, keys, args...)
+}
+
+func (o *Owner) run(ctx context.Context, via redis.Scripter, pinned bool, s *redis.Script, keys []string, args ...any) *redis.Cmd {
 	if o.E.sharded {
 		s = scripts.Sharded(s)
 	}
+	first := time.Now()
 	for tries := 1; ; tries++ {
-		cmd := s.Run(ctx, o.scripter(), keys, args...)
-		if !o.again(ctx, cmd.Err(), tries) {
+		cmd := s.Run(ctx, via, keys, args...)
+		if !o.again(ctx, cmd.Err(), pinned, tries, first) {
 			return cmd
 		}
 	}
 }
 
-// again looks at err, the outcome of a command's tries-th try: after a
-// node out of reach it has a Cluster client reload its view (the node may
-// have failed over); after a Cluster's refusal because the keys' slot is
-// being resharded (shard.Unsettled: the command did not run) it pauses
-// and reports that the command should be sent again, while ctx allows
-// (about 10 s at most: shard.MaxUnsettledTries). A pinned connection
-// (WithSyncReplicas) is one node's and cannot follow a slot: its refusals
-// are returned.
-func (o *Owner) again(ctx context.Context, err error, tries int) bool {
+// again looks at err, the outcome of a command's tries-th try since
+// first: after a node out of reach it has a Cluster client reload its
+// view (the node may have failed over); after a Cluster's refusal because
+// the keys' slot is moving (shard.Unsettled) it pauses and reports that
+// the command should be sent again, while ctx allows and for at most
+// shard.MaxUnsettled. A pinned connection (WithSyncReplicas) is one
+// node's and cannot follow a slot: its refusals are returned, as are the
+// last ones (the caller then takes the outcome as unknown: see
+// IsRedisError).
+func (o *Owner) again(ctx context.Context, err error, pinned bool, tries int, first time.Time) bool {
 	shard.Refresh(o.E.RDB, err)
-	return o.conn == nil && shard.Unsettled(o.E.RDB, err) && shard.Pause(ctx, tries) == nil
+	return !pinned && shard.Unsettled(o.E.RDB, err) && shard.Pause(ctx, tries, first) == nil
 }
 
 // Cleanup returns a context for work that must be done even though the

@@ -66,7 +66,7 @@ func (o *Owner) ForceUnlockBy(ctx context.Context, s *redis.Script, keys []strin
 	if err := o.Check(); err != nil {
 		return false, o.errorf("force-unlock", err)
 	}
-	n, err := o.Run(ctx, s, keys, args...).Int()
+	n, err := o.RunShared(ctx, s, keys, args...).Int()
 	if err != nil {
 		return false, o.errorf("force-unlock", err)
 	}

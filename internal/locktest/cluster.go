@@ -385,7 +385,7 @@ func ClusterMoves(t *testing.T, k Kind) {
 			slots[slot] = true
 		}
 		for slot := range slots {
-			require.NoError(t, cl.Migrate(ctx, slot, src, dst, 0))
+			require.NoError(t, redistest.Migrate(ctx, slot, src, dst, 0))
 		}
 	})
 }

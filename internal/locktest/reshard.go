@@ -17,25 +17,64 @@ import (
 
 	"github.com/relock-go/relock"
 	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/internal/shard"
 )
 
+// refusals counts the replies of a Cluster's nodes that refused a command
+// because its slot was moving (shard.Moving), before go-redis or relock
+// sent it again.
+type refusals struct{ n atomic.Int64 }
+
+func (r *refusals) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (r *refusals) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if shard.Moving(cmd.Err()) {
+			r.n.Add(1)
+		}
+		return err
+	}
+}
+
+func (r *refusals) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, cmd := range cmds {
+			if shard.Moving(cmd.Err()) {
+				r.n.Add(1)
+			}
+		}
+		return err
+	}
+}
+
 // ClusterReshard migrates the slots of locks back and forth between the
-// two masters of a cluster of the test's own, key by key (so that the
-// slots stay half-moved for a while: ASK and TRYAGAIN replies), while
-// two Clients take and release those locks in a loop and a third holds
-// other locks of the same slots on its watchdog (lease 1 s) across every
-// move. No two owners may be inside one lock at once (an oracle in the
-// test), no call may fail or stay stuck, the long holds must never be
-// lost (their renewals follow their slots to the new master), and no
-// key of the locks but short-lived request records may be left at the
-// end.
+// two masters of a cluster of the test's own, key by key, while two
+// Clients take and release those locks in a loop and a third holds other
+// locks of the same slots on its watchdog (lease 2 s) across every move,
+// all as a user with exactly the README's ACL rules for a Cluster. While
+// a slot migrates, Redis refuses the locks' scripts (ASK, TRYAGAIN; the
+// test counts the refusals and requires some). No two owners may be
+// inside one lock at once (an oracle in the test), no call may fail or
+// stay stuck, the long holds must never be lost (their renewals follow
+// their slots to the new master), Redis must refuse the user nothing, and
+// no key of the locks but short-lived request records may be left.
 func ClusterReshard(t *testing.T, k Kind) {
 	cl := redistest.StartCluster(t, 2, 5*time.Second)
-	s := &redistest.Server{Addr: cl.Nodes[0].Addr, Cluster: cl}
+	s := redistest.ACLOn(t, cl)
 	ctx := testCtx(t)
 	admin := s.Admin(t).(*redis.ClusterClient)
 	a, b := cl.Nodes[0], cl.Nodes[1]
 	base := redistest.Name(t)
+	refused := new(refusals)
+	client := func(lease time.Duration) *relock.Client {
+		rdb := s.Client(t).(*redis.ClusterClient)
+		rdb.OnNewNode(func(n *redis.Client) { n.AddHook(refused) }) // before its first command
+		c := relock.New(rdb, relock.WithWatchdogTimeout(lease))
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
 
 	// Two hash tags whose slots start on a; four locks in each slot.
 	type group struct {
@@ -62,8 +101,7 @@ func ClusterReshard(t *testing.T, k Kind) {
 		groups = append(groups, g)
 	}
 
-	lease := relock.WithWatchdogTimeout(time.Second)
-	holder, _ := redistest.NewClient(t, s, lease)
+	holder := client(2 * time.Second)
 	var held []Handle
 	var contended []string
 	for _, g := range groups {
@@ -73,7 +111,9 @@ func ClusterReshard(t *testing.T, k Kind) {
 		contended = append(contended, g.names[1:]...)
 	}
 
-	// The workers: three goroutines on each of two Clients.
+	// The workers: three goroutines on each of two Clients, one handle per
+	// goroutine and lock (a new handle per cycle would fill the slots
+	// with request records, and make each move last longer).
 	inside := make(map[string]*atomic.Int32, len(contended))
 	for _, name := range contended {
 		inside[name] = new(atomic.Int32)
@@ -91,14 +131,18 @@ func ClusterReshard(t *testing.T, k Kind) {
 		failures = append(failures, time.Now().Format("15:04:05.000")+" "+fmt.Sprintf(format, args...))
 	}
 	for w := 0; w < 2; w++ {
-		c, _ := redistest.NewClient(t, s, lease)
+		c := client(5 * time.Second)
 		for g := 0; g < 3; g++ {
+			handles := map[string]Handle{}
+			for _, name := range contended {
+				handles[name] = k.New(c, name)
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				for !stop.Load() {
 					name := contended[rand.IntN(len(contended))]
-					h := k.New(c, name)
+					h := handles[name]
 					lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 					err := h.Lock(lctx)
 					cancel()
@@ -122,15 +166,17 @@ func ClusterReshard(t *testing.T, k Kind) {
 		}
 	}
 
-	// The moves: every slot to b and back to a, keys 5 ms apart (the
-	// slots hold the locks' request records too), for at least four
-	// leases of the long holds.
+	// The moves: every slot to b and back to a, keys 2 ms apart, for at
+	// least three leases of the long holds.
 	start := time.Now()
 	moves := 0
-	for round := 0; round < 3 || time.Since(start) < 4*time.Second; round++ {
+	var longest time.Duration
+	for round := 0; round < 3 || time.Since(start) < 6*time.Second; round++ {
 		for _, hop := range [][2]*redistest.ClusterNode{{a, b}, {b, a}} {
 			for _, g := range groups {
-				require.NoError(t, cl.Migrate(ctx, g.slot, hop[0], hop[1], 5*time.Millisecond), "moving slot %d", g.slot)
+				began := time.Now()
+				require.NoError(t, redistest.Migrate(ctx, g.slot, hop[0], hop[1], 2*time.Millisecond), "moving slot %d", g.slot)
+				longest = max(longest, time.Since(began))
 				moves++
 			}
 		}
@@ -139,11 +185,13 @@ func ClusterReshard(t *testing.T, k Kind) {
 	time.Sleep(500 * time.Millisecond) // a last stretch on settled slots
 	stop.Store(true)
 	wg.Wait()
-	t.Logf("%d moves in %v; %d cycles of %d locks", moves, elapsed.Round(time.Millisecond), cycles.Load(), len(contended))
+	t.Logf("%d moves in %v (the longest %v); %d cycles of %d locks; %d refusals sent again",
+		moves, elapsed.Round(time.Millisecond), longest.Round(time.Millisecond), cycles.Load(), len(contended), refused.n.Load())
 
 	assert.Zero(t, doubles.Load(), "two owners inside one lock at once")
 	assert.Empty(t, failures, "calls that failed during the moves")
 	assert.Positive(t, cycles.Load())
+	assert.Positive(t, refused.n.Load(), "Redis never refused a command: the moves did not test the resends")
 	for i, h := range held {
 		select {
 		case <-h.Lost():
@@ -155,17 +203,10 @@ func ClusterReshard(t *testing.T, k Kind) {
 
 	// Nothing of the locks is left but request records.
 	var left []string
-	err := admin.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-		iter := m.Scan(ctx, 0, "relock:*"+base+"*", 1000).Iterator()
-		for iter.Next(ctx) {
-			if !strings.Contains(iter.Val(), ":r:") {
-				mu.Lock()
-				left = append(left, iter.Val())
-				mu.Unlock()
-			}
+	for _, key := range s.Keys(t, "relock:*"+base+"*") {
+		if !strings.Contains(key, ":r:") {
+			left = append(left, key)
 		}
-		return iter.Err()
-	})
-	require.NoError(t, err)
+	}
 	assert.Empty(t, left, "keys left after every holder and waiter is gone")
 }

@@ -41,11 +41,13 @@ const ACLRules = "resetkeys ~relock:* resetchannels &relock:* -@all " +
 
 // ACLClusterRules are the rules that a user needs beyond ACLRules on a
 // Redis Cluster, through go-redis's ClusterClient: its view of the
-// cluster (CLUSTER SLOTS) and sharded wake-ups (the scripts' SPUBLISH,
-// the Client's SSUBSCRIBE and SUNSUBSCRIBE). Every master needs the user:
-// Redis does not spread ACLs over a cluster. The README gives them as
-// "ACL SETUSER relock " + ACLClusterRules.
-const ACLClusterRules = "+cluster|slots +spublish +ssubscribe +sunsubscribe"
+// cluster (CLUSTER SLOTS), following a slot in migration (ASKING, which
+// go-redis sends before a command an ASK reply redirected) and sharded
+// wake-ups (the scripts' SPUBLISH, the Client's SSUBSCRIBE and
+// SUNSUBSCRIBE). Every node needs the user: Redis does not spread ACLs
+// over a cluster. The README gives them as "ACL SETUSER relock " +
+// ACLClusterRules.
+const ACLClusterRules = "+cluster|slots +asking +spublish +ssubscribe +sunsubscribe"
 
 // ACLOperatorRules are the rules that the relock command (cmd/relock)
 // needs beyond ACLRules: SCAN (list) and HGETALL (inspect's scripts read
@@ -89,20 +91,39 @@ func ACL(t testing.TB) *Server {
 func ACLCluster(t testing.TB) *Server {
 	t.Helper()
 	c := RealCluster(t)
-	aclClusterOnce.Do(func() {
-		pw := newPassword()
-		for _, n := range c.Nodes {
-			line := ACLLine(ACLUser, pw) + " " + ACLClusterRules
-			if aclClusterErr = SetUser(context.Background(), &n.Server, line); aclClusterErr != nil {
-				return
-			}
-		}
-		aclClusterSrv = &Server{Addr: c.Nodes[0].Addr, Cluster: c, Username: ACLUser, Password: pw}
-	})
+	aclClusterOnce.Do(func() { aclClusterSrv, aclClusterErr = restrict(c) })
 	if aclClusterErr != nil {
 		t.Fatalf("create the ACL user on the cluster: %v", aclClusterErr)
 	}
 	return aclClusterSrv
+}
+
+// ACLOn creates ACLUser, with exactly ACLRules and ACLClusterRules, on
+// every node of c (a cluster of t's own: StartCluster) and returns c as
+// that user, for Client and NewClient; Admin and Keys stay unrestricted.
+// At the end of t it fails t if a node refused the user anything.
+func ACLOn(t *testing.T, c *Cluster) *Server {
+	t.Helper()
+	s, err := restrict(c)
+	if err != nil {
+		t.Fatalf("create the ACL user on the cluster: %v", err)
+	}
+	for _, n := range c.Nodes {
+		checkACLLog(t, &n.Server)
+	}
+	return s
+}
+
+// restrict creates ACLUser with ACLRules and ACLClusterRules on every node
+// of c, and returns c as that user.
+func restrict(c *Cluster) (*Server, error) {
+	pw := newPassword()
+	for _, n := range c.Nodes {
+		if err := SetUser(context.Background(), &n.Server, ACLLine(ACLUser, pw)+" "+ACLClusterRules); err != nil {
+			return nil, err
+		}
+	}
+	return &Server{Addr: c.Nodes[0].Addr, Cluster: c, Username: ACLUser, Password: pw}, nil
 }
 
 func newPassword() string {

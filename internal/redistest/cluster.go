@@ -255,7 +255,7 @@ func clusterOptions(c *Cluster, o *redis.Options) *redis.ClusterOptions {
 // has none left (keys created meanwhile are created at the destination),
 // then both masters give the slot to the destination; the other nodes
 // learn it from them.
-func (c *Cluster) Migrate(ctx context.Context, slot int64, from, to *ClusterNode, pause time.Duration) error {
+func Migrate(ctx context.Context, slot int64, from, to *ClusterNode, pause time.Duration) error {
 	src := redis.NewClient(&redis.Options{Addr: from.Addr})
 	defer src.Close()
 	dst := redis.NewClient(&redis.Options{Addr: to.Addr})

@@ -3,6 +3,7 @@ package shard
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -26,18 +27,15 @@ func Refresh(rdb redis.UniversalClient, err error) {
 	cc.ReloadState(context.Background())
 }
 
-// Unsettled reports whether err is a Redis Cluster's refusal of a command
+// Moving reports whether err is a Redis Cluster's refusal of a command
 // because the slot of its keys is moving or has just moved to another
-// master (TRYAGAIN: some of the keys are already at the destination;
-// ASK, MOVED: the client's view is behind), as a reply to rdb, a Cluster
-// client. Redis did not run the command: sending it again is safe, and
-// succeeds once the slot has settled. go-redis follows such replies only
-// MaxRedirects times (3 by default) within a few milliseconds, which a
-// slot resharded key by key, or moved twice in a row, outlasts.
-func Unsettled(rdb redis.UniversalClient, err error) bool {
-	if _, ok := rdb.(*redis.ClusterClient); !ok {
-		return false // a single node's client cannot follow a redirect
-	}
+// master: TRYAGAIN (a command on several keys, some of them already at
+// the destination or missing there), ASK or MOVED (the client's view is
+// behind). Redis did not run the command that got this reply; but go-redis
+// returns the last reply of its own tries (MaxRedirects, 3 by default), and
+// an earlier try whose reply was lost may have run: once a caller stops
+// sending it again, the outcome is unknown.
+func Moving(err error) bool {
 	var rerr redis.Error
 	if !errors.As(err, &rerr) {
 		return false
@@ -46,27 +44,43 @@ func Unsettled(rdb redis.UniversalClient, err error) bool {
 	return strings.HasPrefix(msg, "TRYAGAIN ") || strings.HasPrefix(msg, "ASK ") || strings.HasPrefix(msg, "MOVED ")
 }
 
-// MaxUnsettledTries bounds the tries of a command that Unsettled refuses
-// (about 10 s of Pause): a slot's migration lasts far less, and a cluster
-// whose nodes keep disagreeing on a slot must not hang a call whose ctx
-// has no deadline.
-const MaxUnsettledTries = 45
+// Unsettled reports whether err is a refusal of a moving slot (Moving) to
+// rdb, a Cluster client, which may route the command elsewhere when it is
+// sent again; sent again once the slot has settled, it succeeds. A lock
+// script declares several keys, some of which usually do not exist (a
+// queue, a record): while its slot migrates, from CLUSTER SETSLOT
+// IMPORTING to SETSLOT NODE, it is refused at both masters. go-redis
+// follows such replies only MaxRedirects times within a few milliseconds.
+func Unsettled(rdb redis.UniversalClient, err error) bool {
+	if _, ok := rdb.(*redis.ClusterClient); !ok {
+		return false // a single node's client cannot follow a redirect
+	}
+	return Moving(err)
+}
 
-// errUnsettled is Pause's answer after MaxUnsettledTries.
+// MaxUnsettled bounds how long a command that Unsettled refuses is sent
+// again: most slots migrate far faster, and a cluster whose nodes keep
+// disagreeing on a slot must not hang a call whose ctx has no deadline.
+const MaxUnsettled = 10 * time.Second
+
+// errUnsettled is Pause's answer after MaxUnsettled.
 var errUnsettled = errors.New("shard: slot still moving")
 
 // Pause waits before the next try of a command that Unsettled refused
-// after tries tries (1, 2, ...): 10 ms doubling up to 250 ms. It returns
-// ctx's error if ctx ends first, and an error without waiting once tries
-// reaches MaxUnsettledTries.
-func Pause(ctx context.Context, tries int) error {
-	if tries >= MaxUnsettledTries {
+// after tries tries (1, 2, ...) since first (the first try's start): 10,
+// 20, 40, 80 ms, then 250 ms, each less a random part of up to half (so
+// that refused clients do not all send again at once). It returns ctx's
+// error if ctx ends first, and an error without waiting once MaxUnsettled
+// has passed since first.
+func Pause(ctx context.Context, tries int, first time.Time) error {
+	if time.Since(first) >= MaxUnsettled {
 		return errUnsettled
 	}
 	d := 250 * time.Millisecond
 	if tries < 5 {
 		d = 10 * time.Millisecond << (tries - 1)
 	}
+	d -= rand.N(d / 2)
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

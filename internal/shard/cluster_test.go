@@ -42,6 +42,7 @@ func TestUnsettled(t *testing.T) {
 		{nil, false},
 	} {
 		assert.Equal(t, tc.want, shard.Unsettled(cc, tc.err), "%v", tc.err)
+		assert.Equal(t, tc.want, shard.Moving(tc.err), "%v", tc.err)
 		assert.False(t, shard.Unsettled(single, tc.err), "a single node's client cannot follow %v", tc.err)
 	}
 }
@@ -49,15 +50,16 @@ func TestUnsettled(t *testing.T) {
 func TestPause(t *testing.T) {
 	ctx := context.Background()
 	start := time.Now()
-	require.NoError(t, shard.Pause(ctx, 1))
-	require.NoError(t, shard.Pause(ctx, 2))
-	assert.GreaterOrEqual(t, time.Since(start), 30*time.Millisecond, "10 ms, then 20 ms")
+	require.NoError(t, shard.Pause(ctx, 1, start))
+	require.NoError(t, shard.Pause(ctx, 2, start))
+	assert.GreaterOrEqual(t, time.Since(start), 15*time.Millisecond, "at least half of 10 ms, then of 20 ms")
 
+	long := time.Now().Add(-shard.MaxUnsettled)
 	start = time.Now()
-	assert.Error(t, shard.Pause(ctx, shard.MaxUnsettledTries), "no more tries")
-	assert.Less(t, time.Since(start), 5*time.Millisecond, "the last refusal is returned at once")
+	assert.Error(t, shard.Pause(ctx, 1, long), "no more tries after MaxUnsettled")
+	assert.Less(t, time.Since(start), 50*time.Millisecond, "the last refusal is returned at once")
 
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	assert.ErrorIs(t, shard.Pause(cctx, 10), context.Canceled)
+	assert.ErrorIs(t, shard.Pause(cctx, 10, time.Now()), context.Canceled)
 }

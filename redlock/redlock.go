@@ -200,7 +200,9 @@ func (m *Mutex) Lock(ctx context.Context) error {
 // delay of a few milliseconds (Redlock's retry), up to three times while
 // ctx allows; if the masters are still split then (a lasting split: a
 // partial hold of another owner, or masters down), it returns (false,
-// nil).
+// nil). An owner that holds a bare majority while other masters are free
+// looks the same: a TryLock then makes four attempts, a few milliseconds
+// apart, before it returns (false, nil).
 func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	if m.err != nil {
 		return false, m.errorf("trylock", m.err)

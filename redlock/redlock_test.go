@@ -683,5 +683,6 @@ func TestTryLockRace(t *testing.T) {
 		}
 		t.Logf("%d of %d rounds without a winner", empty, rounds)
 		assert.LessOrEqual(t, empty, rounds/10, "rounds that nobody won")
+		assert.Empty(t, ms.holdersSoon(t, name, nil), "parts of attempts left on masters")
 	})
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -101,12 +100,8 @@ func TestClusterFrozenMaster(t *testing.T) {
 	require.NoError(t, err)
 	defer sub.Close()
 
-	info := victim.Client(t).Info(ctx, "server").Val()
-	_, rest, _ := strings.Cut(info, "process_id:")
-	pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(rest, "\n", 2)[0]))
-	require.NoError(t, err)
-	require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP))
-	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+	require.NoError(t, victim.Freeze())
+	t.Cleanup(func() { _ = victim.Thaw() })
 	rc := replica.Client(t)
 	require.Eventually(t, func() bool {
 		return strings.Contains(rc.Info(ctx, "replication").Val(), "role:master")

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,8 +19,9 @@ import (
 const SentinelMaster = "relock"
 
 // Sentinel is a master with one replica, watched by three Redis Sentinels
-// that fail it over one second after it stops answering (quorum 2), all
-// real servers of one test on loopback ports.
+// that fail it over one second after it stops answering (quorum 2; a
+// failed election is tried again 6 s later), all real servers of one test
+// on loopback ports.
 type Sentinel struct {
 	Master, Replica *Managed
 	// Addrs are the Sentinels' addresses.
@@ -82,7 +82,7 @@ func launchSentinel(t testing.TB, master string) (string, error) {
 	conf := filepath.Join(dir, "sentinel.conf")
 	text := fmt.Sprintf("sentinel monitor %[1]s %[2]s %[3]s 2\n"+
 		"sentinel down-after-milliseconds %[1]s 1000\n"+
-		"sentinel failover-timeout %[1]s 10000\n", SentinelMaster, host, port)
+		"sentinel failover-timeout %[1]s 3000\n", SentinelMaster, host, port)
 	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
 		return "", err
 	}
@@ -94,11 +94,6 @@ func launchSentinel(t testing.TB, master string) (string, error) {
 	}
 	t.Cleanup(func() { stop(cmd) })
 	return addr, nil
-}
-
-func stop(cmd *exec.Cmd) {
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
 }
 
 // Client returns a go-redis failover client of the group (it asks the

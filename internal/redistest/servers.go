@@ -59,10 +59,15 @@ func launchOn(dir string, tlsCfg *tls.Config, listen func(port int) []string, ar
 		if lastErr = waitReady(addr, tlsCfg); lastErr == nil {
 			return cmd, addr, nil
 		}
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		stop(cmd)
 	}
 	return nil, "", fmt.Errorf("redis-server did not start: %v (log: %s)", lastErr, tail(logfile))
+}
+
+// stop kills the process of cmd and waits until it is gone.
+func stop(cmd *exec.Cmd) {
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
 }
 
 // unavailable skips t, or fails it with RELOCK_REQUIRE_REDIS=1, because no

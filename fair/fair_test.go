@@ -547,4 +547,6 @@ func TestClusterMoves(t *testing.T) { locktest.ClusterMoves(t, kind) }
 
 func TestClusterReshard(t *testing.T) { locktest.ClusterReshard(t, kind) }
 
+func TestClusterReleaseMidMigration(t *testing.T) { locktest.ClusterReleaseMidMigration(t, kind) }
+
 func TestSentinelFailover(t *testing.T) { locktest.SentinelFailover(t, kind) }

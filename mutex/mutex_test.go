@@ -496,3 +496,5 @@ func TestFinalReleaseResentAfterRenewal(t *testing.T) {
 func TestClusterMoves(t *testing.T) { locktest.ClusterMoves(t, kind) }
 
 func TestClusterReshard(t *testing.T) { locktest.ClusterReshard(t, kind) }
+
+func TestClusterReleaseMidMigration(t *testing.T) { locktest.ClusterReleaseMidMigration(t, kind) }

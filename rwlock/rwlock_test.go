@@ -1188,6 +1188,11 @@ func TestClusterWakeUps(t *testing.T) {
 // resharding; the scripts of both sides share the retry it checks.
 func TestClusterReshard(t *testing.T) { locktest.ClusterReshard(t, writer) }
 
+func TestClusterReleaseMidMigration(t *testing.T) {
+	t.Run("read", func(t *testing.T) { locktest.ClusterReleaseMidMigration(t, reader) })
+	t.Run("write", func(t *testing.T) { locktest.ClusterReleaseMidMigration(t, writer) })
+}
+
 func TestFinalReleaseResentAfterRenewal(t *testing.T) {
 	sides(t, locktest.FinalReleaseResentAfterRenewal)
 }

@@ -1055,6 +1055,8 @@ func TestClusterWakeUps(t *testing.T) { locktest.ClusterWakeUps(t, sem1) }
 
 func TestClusterReshard(t *testing.T) { locktest.ClusterReshard(t, sem1) }
 
+func TestClusterReleaseMidMigration(t *testing.T) { locktest.ClusterReleaseMidMigration(t, sem1) }
+
 func TestFinalReleaseResentAfterRenewal(t *testing.T) {
 	locktest.FinalReleaseResentAfterRenewal(t, sem1)
 }

@@ -86,6 +86,15 @@ func NewKeys(kind, name string) Keys {
 // Sub returns an auxiliary key of the lock (same hash tag).
 func (k Keys) Sub(suffix string) string { return k.base + ":" + suffix }
 
+// Absent returns a key of the lock's slot that nothing ever creates. On a
+// Redis Cluster every script declares it (Owner.Run): while the slot
+// migrates, Redis checks the declared keys and, one of them missing,
+// refuses the script before it runs (TRYAGAIN, or ASK then TRYAGAIN at
+// the destination). Without it, a script whose keys all existed could
+// start at the source and fail half-way, its writes so far kept, on a key
+// it had emptied itself ("Script attempted to access a non local key").
+func (k Keys) Absent() string { return k.base + ":absent" }
+
 // Record returns the request-record key of an owner.
 func (k Keys) Record(token string) string { return k.base + ":r:" + token }
 

@@ -128,8 +128,8 @@ func (o *Owner) RecordTTL() int64 { return min(o.Lease(), MaxRecordTTL).Millisec
 // Run runs script on the owner's Redis client, or on its pinned
 // connection during a WithSyncReplicas attempt (the caller holds the
 // handle's mutex); on a Cluster, the script's twin that publishes wake-ups
-// with SPUBLISH. A script that a Cluster refuses while its slot moves is
-// sent again (see again).
+// with SPUBLISH, declaring one key more (Keys.Absent). A script that a
+// Cluster refuses while its slot moves is sent again (see again).
 func (o *Owner) Run(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
 	return o.run(ctx, o.scripter(), o.conn != nil, s, keys, args...)
 }
@@ -145,6 +145,7 @@ func (o *Owner) RunShared(ctx context.Context, s *redis.Script, keys []string, a
 func (o *Owner) run(ctx context.Context, via redis.Scripter, pinned bool, s *redis.Script, keys []string, args ...any) *redis.Cmd {
 	if o.E.sharded {
 		s = scripts.Sharded(s)
+		keys = append(keys[:len(keys):len(keys)], o.Keys.Absent())
 	}
 	first := time.Now()
 	for tries := 1; ; tries++ {

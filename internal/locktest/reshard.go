@@ -201,12 +201,67 @@ func ClusterReshard(t *testing.T, k Kind) {
 		assert.NoError(t, h.Unlock(ctx), "Unlock of %s", groups[i].names[0])
 	}
 
-	// Nothing of the locks is left but request records.
+	assert.Empty(t, leftKeys(t, s, base), "keys left after every holder and waiter is gone")
+}
+
+// leftKeys returns the keys of locks whose names contain base, but
+// short-lived request records.
+func leftKeys(t *testing.T, s *redistest.Server, base string) []string {
+	t.Helper()
 	var left []string
 	for _, key := range s.Keys(t, "relock:*"+base+"*") {
 		if !strings.Contains(key, ":r:") {
 			left = append(left, key)
 		}
 	}
-	assert.Empty(t, left, "keys left after every holder and waiter is gone")
+	return left
+}
+
+// ClusterReleaseMidMigration releases a lock, a waiter queued behind it,
+// while its slot is marked migrating and none of its keys has moved yet
+// (all of them still at the source). No script may run there half-way
+// (one that empties a key and touches it again would fail at the source,
+// "Script attempted to access a non local key", its first writes kept):
+// the release must wait for the migration, then complete, and the waiter
+// get the lock.
+func ClusterReleaseMidMigration(t *testing.T, k Kind) {
+	cl := redistest.StartCluster(t, 2, 5*time.Second)
+	s := &redistest.Server{Addr: cl.Nodes[0].Addr, Cluster: cl}
+	ctx := testCtx(t)
+	admin := s.Admin(t).(*redis.ClusterClient)
+	a, b := cl.Nodes[0], cl.Nodes[1]
+	long := relock.WithWatchdogTimeout(10 * time.Second)
+	c, _ := redistest.NewClient(t, s, long)
+	wc, _ := redistest.NewClient(t, s, long)
+	base := redistest.Name(t)
+	name := base
+	for i := 0; ; i++ {
+		name = base + "." + strconv.Itoa(i)
+		m, err := admin.MasterForKey(ctx, k.Key(name))
+		require.NoError(t, err)
+		if m.Options().Addr == a.Addr {
+			break
+		}
+	}
+	slot, err := admin.ClusterKeySlot(ctx, k.Key(name)).Result()
+	require.NoError(t, err)
+
+	h, w := k.New(c, name), k.waiter(wc, name)
+	require.NoError(t, h.Lock(ctx))
+	waits := lockAsync(ctx, w)
+	time.Sleep(queued)
+	require.NoError(t, redistest.BeginMigration(ctx, slot, a, b))
+	unlocked := make(chan error, 1)
+	go func() { unlocked <- h.Unlock(ctx) }()
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case err := <-unlocked:
+		t.Fatalf("Unlock returned while its slot was migrating (%v): a script ran at the source", err)
+	default:
+	}
+	require.NoError(t, redistest.FinishMigration(ctx, slot, a, b, 0))
+	require.NoError(t, await(t, unlocked, 5*time.Second, "Unlock"), "Unlock once the slot has moved")
+	require.NoError(t, await(t, waits, 5*time.Second, "the waiter's Lock"), "the waiter's Lock")
+	require.NoError(t, w.Unlock(ctx))
+	assert.Empty(t, leftKeys(t, s, base), "keys left after every holder and waiter is gone")
 }

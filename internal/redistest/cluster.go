@@ -249,23 +249,38 @@ func clusterOptions(c *Cluster, o *redis.Options) *redis.ClusterOptions {
 }
 
 // Migrate moves slot from the master from to the master to as redis-cli
-// --cluster reshard does: the destination imports, the source migrates,
-// the slot's keys move with MIGRATE one at a time (pause between two, to
-// hold the slot half-moved: ASK and TRYAGAIN replies), until the source
-// has none left (keys created meanwhile are created at the destination),
-// then both masters give the slot to the destination; the other nodes
-// learn it from them.
+// --cluster reshard does: BeginMigration, then FinishMigration.
 func Migrate(ctx context.Context, slot int64, from, to *ClusterNode, pause time.Duration) error {
-	src := redis.NewClient(&redis.Options{Addr: from.Addr})
+	if err := BeginMigration(ctx, slot, from, to); err != nil {
+		return err
+	}
+	return FinishMigration(ctx, slot, from, to, pause)
+}
+
+// BeginMigration marks slot as migrating from the master from to the
+// master to (CLUSTER SETSLOT IMPORTING at the destination, then MIGRATING
+// at the source), and moves no key: commands on keys the source still
+// has are served there, others are redirected (ASK) or refused
+// (TRYAGAIN).
+func BeginMigration(ctx context.Context, slot int64, from, to *ClusterNode) error {
+	src, dst := nodeClient(from), nodeClient(to)
 	defer src.Close()
-	dst := redis.NewClient(&redis.Options{Addr: to.Addr})
 	defer dst.Close()
 	if err := dst.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", from.ID).Err(); err != nil {
 		return err
 	}
-	if err := src.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", to.ID).Err(); err != nil {
-		return err
-	}
+	return src.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", to.ID).Err()
+}
+
+// FinishMigration moves the keys of slot, which BeginMigration marked,
+// with MIGRATE one at a time (pause between two, to hold the slot
+// half-moved), until the source has none left (keys created meanwhile are
+// created at the destination), then both masters give the slot to the
+// destination; the other nodes learn it from them.
+func FinishMigration(ctx context.Context, slot int64, from, to *ClusterNode, pause time.Duration) error {
+	src, dst := nodeClient(from), nodeClient(to)
+	defer src.Close()
+	defer dst.Close()
 	host, port, _ := strings.Cut(to.Addr, ":")
 	for {
 		keys, err := src.Do(ctx, "CLUSTER", "GETKEYSINSLOT", slot, 100).StringSlice()
@@ -290,6 +305,8 @@ func Migrate(ctx context.Context, slot int64, from, to *ClusterNode, pause time.
 	}
 	return src.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", to.ID).Err()
 }
+
+func nodeClient(n *ClusterNode) *redis.Client { return redis.NewClient(&redis.Options{Addr: n.Addr}) }
 
 func sleep(ctx context.Context, d time.Duration) error {
 	select {

@@ -19,6 +19,7 @@ type call struct {
 	block  bool   // Lock: refused attempts queue the call on the masters (for wake-ups)
 	wait   string // a blocking call's wait id, in its queue entries
 	queued []int8 // per master: 0 not queued, maybeQueued, queued
+	tried  bool   // an attempt was made: a blocking call's next ones keep its queue entries (the script)
 }
 
 // Whether a blocking call is queued on a master.
@@ -69,8 +70,23 @@ func (m *Mutex) attempt(ctx context.Context, c *call) (result, error) {
 		block = 1
 	}
 	lease := m.lease.Milliseconds()
+	// As the mutex does, a call's first attempt (and every TryLock
+	// attempt) starts with a native SET NX PX: one cheap command where the
+	// lock is free; the script only where it is not (it also recognises a
+	// resent SET of this owner that had succeeded, and queues a Lock).
+	fast := !c.block || !c.tried
+	c.tried = true
 	start := time.Now()
 	rd := m.send(ctx, idx, m.timeout, func(ctx context.Context, _ int, o *core.Owner) ([]int64, error) {
+		if fast {
+			ok, err := o.E.RDB.SetNX(ctx, m.keys.Lock, m.token, m.lease).Result()
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				return []int64{1, 0}, nil
+			}
+		}
 		return o.Run(ctx, scripts.MutexAcquire, m.kkeys, m.token, lease, id, 0, 0, o.RecordTTL(),
 			block, m.hbMS, c.wait, m.claimMS, m.keys.Channel, noHandoff).Int64Slice()
 	})

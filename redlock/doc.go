@@ -14,7 +14,12 @@
 // The handle has one random owner token, the same on every master. Each
 // master stores the lock as a plain mutex does (one string,
 // relock:redlock:{name}, holding the token, with the lease as its TTL)
-// and runs the plain mutex's scripts.
+// and runs the plain mutex's scripts. As the mutex does, a call's first
+// attempt (and each of TryLock's) sends a native SET NX PX, and the
+// acquire script only to the masters where that was refused; with the
+// mutex's double-fault cost (see package mutex): a copy of that SET still
+// queued on an abandoned connection can, after the attempt gave up, hold
+// that master for nobody until its lease ends.
 //
 //   - An attempt sends the acquire to every master at once, from one
 //     goroutine each, and decides as soon as the replies allow: it

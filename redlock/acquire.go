@@ -79,7 +79,7 @@ func (m *Mutex) attempt(ctx context.Context, c *call) (result, error) {
 	start := time.Now()
 	rd := m.send(ctx, idx, m.timeout, func(ctx context.Context, _ int, o *core.Owner) ([]int64, error) {
 		if fast {
-			ok, err := o.E.RDB.SetNX(ctx, m.keys.Lock, m.token, m.lease).Result()
+			ok, err := o.SetNX(ctx, m.lease)
 			if err != nil {
 				return nil, err
 			}

@@ -39,7 +39,7 @@
 //     whole attempt timeout.
 //   - A failed attempt is given back at once: an abort of its request on
 //     every master that granted it or did not answer (the abort also
-//     refuses a late copy of the request). A Lock whose ctx ended gives
+//     refuses a late copy of the acquire script, not of the SET NX). A Lock whose ctx ended gives
 //     back what it took, and leaves its queues.
 //   - Requests of one handle to one master run in the order sent (a
 //     release or abort of this owner that ran after a newer grant would

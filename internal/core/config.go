@@ -87,7 +87,9 @@ func NewKeys(kind, name string) Keys {
 func (k Keys) Sub(suffix string) string { return k.base + ":" + suffix }
 
 // Absent returns a key of the lock's slot that nothing ever creates. On a
-// Redis Cluster every script declares it (Owner.Run): while the slot
+// Redis Cluster every script that Owner.Run sends declares it (not the
+// watchdog's renewals, which only extend keys and must keep following a
+// migrating slot): while the slot
 // migrates, Redis checks the declared keys and, one of them missing,
 // refuses the script before it runs (TRYAGAIN, or ASK then TRYAGAIN at
 // the destination). Without it, a script whose keys all existed could

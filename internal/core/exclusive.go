@@ -120,11 +120,7 @@ func (p *exclusive) fencing() int {
 func (p *exclusive) Acquire(ctx context.Context, r *Request) ([]int64, error) {
 	o := p.o
 	if r.First && p.scripts.SetNX && !o.Cfg.Fencing && r.Held[Units] == 0 {
-		first := time.Now()
-		ok, err := o.scripter().SetNX(ctx, o.Keys.Lock, o.Token, o.Lease()).Result()
-		for tries := 1; o.again(ctx, err, o.conn != nil, tries, first); tries++ {
-			ok, err = o.scripter().SetNX(ctx, o.Keys.Lock, o.Token, o.Lease()).Result()
-		}
+		ok, err := o.SetNX(ctx, o.Lease())
 		if err != nil {
 			return nil, err
 		}

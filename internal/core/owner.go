@@ -111,7 +111,9 @@ func (o *Owner) NextRequest() string {
 // defaults (3 s read timeout, 3 retries, backoff up to 512 ms) gives up on a
 // command within about 14 s of sending it; the handle sends a script that a
 // Cluster refused while its slot moves again for about 10 s
-// (shard.MaxUnsettled).
+// (shard.MaxUnsettled). With a lease under 10 s the record can expire
+// before such a resend: a release whose first try ran (its reply lost) then
+// answers 0 and its Unlock reports a loss, which is spurious but safe.
 const MaxRecordTTL = 15 * time.Second
 
 // RecordTTL is how long a request record is kept, in milliseconds: long
@@ -152,6 +154,21 @@ func (o *Owner) run(ctx context.Context, via redis.Scripter, pinned bool, s *red
 		cmd := s.Run(ctx, via, keys, args...)
 		if !o.again(ctx, cmd.Err(), pinned, tries, first) {
 			return cmd
+		}
+	}
+}
+
+// SetNX sets the lock's key to the owner's token with the given lease if
+// it is free (a native SET NX PX: a plain mutex's first attempt), on the
+// pinned connection during a WithSyncReplicas attempt, sending it again as
+// Run does a script that a Cluster refused while its slot moves. The
+// caller holds the handle's mutex.
+func (o *Owner) SetNX(ctx context.Context, lease time.Duration) (bool, error) {
+	first := time.Now()
+	for tries := 1; ; tries++ {
+		ok, err := o.scripter().SetNX(ctx, o.Keys.Lock, o.Token, lease).Result()
+		if !o.again(ctx, err, o.conn != nil, tries, first) {
+			return ok, err
 		}
 	}
 }

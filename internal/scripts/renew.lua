@@ -13,6 +13,11 @@
 -- Reply: array, element i is 1 if hold i was extended, 0 if this owner no
 -- longer holds that lock (it is gone or someone else's). A missing lock is
 -- never recreated, and only this owner's own hold is extended.
+--
+-- It must never empty or delete a key: on a Redis Cluster it is sent
+-- without the never-created key of the lock scripts (core.Keys.Absent), so
+-- that it keeps following a migrating slot, and a key it emptied and then
+-- touched again would abort it half-way at a migrating source.
 local now -- server time in ms (clock.lua), read once when a "w" or "s" hold needs it
 local out, k = {}, 1
 for i = 1, #ARGV / 3 do

@@ -522,6 +522,10 @@ func TestClusterNames(t *testing.T) { locktest.ClusterNames(t, kind) }
 
 func TestClusterWakeUps(t *testing.T) { locktest.ClusterWakeUps(t, kind) }
 
+func TestClusterReshard(t *testing.T) { locktest.ClusterReshard(t, kind) }
+
+func TestClusterReleaseMidMigration(t *testing.T) { locktest.ClusterReleaseMidMigration(t, kind) }
+
 func TestFinalReleaseResentAfterRenewal(t *testing.T) {
 	locktest.FinalReleaseResentAfterRenewal(t, kind)
 }

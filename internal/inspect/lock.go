@@ -28,6 +28,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/relock-go/relock/internal/core"
+	"github.com/relock-go/relock/internal/shard"
 )
 
 // Kinds lists the lock types, in the order they are shown.
@@ -169,9 +170,17 @@ func Read(ctx context.Context, rdb redis.UniversalClient, refs []Ref) ([]Lock, e
 		for i, r := range part {
 			l := layoutOf(r.Kind)
 			reply, err := cmds[i].Result()
+			keys := l.keys(core.NewKeys(r.Kind, r.Name))
 			if redis.HasErrorPrefix(err, "NOSCRIPT") {
 				// Once per script and server: Run loads it (EVAL).
-				reply, err = l.script.Run(ctx, rdb, l.keys(core.NewKeys(r.Kind, r.Name))).Result()
+				reply, err = l.script.Run(ctx, rdb, keys).Result()
+			}
+			// The lock's slot is moving between masters (a Cluster being
+			// resharded): ask again once it settled, as the locks do. The
+			// scripts only read, so this is safe whatever ran before.
+			first := time.Now()
+			for tries := 1; shard.Unsettled(rdb, err) && shard.Pause(ctx, tries, first) == nil; tries++ {
+				reply, err = l.script.Run(ctx, rdb, keys).Result()
 			}
 			if err != nil && strings.Contains(err.Error(), "WRONGTYPE") {
 				// Keys of another layout: written by another version of

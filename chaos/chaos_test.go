@@ -7,7 +7,6 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"os"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -312,42 +311,9 @@ func shmDir(t *testing.T) string {
 // internal packages and go-redis only.)
 func checkOwnGoroutines(t *testing.T) {
 	t.Helper()
-	before, _ := chaosGoroutines()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(3 * time.Second)
-		for {
-			n, stacks := chaosGoroutines()
-			if n <= before {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("goroutines of package chaos: %d before, %d after:\n%s", before, n, stacks)
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+	redistest.CheckGoroutinesOf(t, "goroutines of package chaos", func(g string) bool {
+		return strings.Contains(g, "relock-go/relock/chaos.")
 	})
-}
-
-// chaosGoroutines counts the goroutines with a frame of this package (the
-// test's own goroutines among them: as many at its end as at its start).
-func chaosGoroutines() (int, string) {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	var keep []string
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "relock-go/relock/chaos.") {
-			keep = append(keep, g)
-		}
-	}
-	return len(keep), strings.Join(keep, "\n\n")
 }
 
 func randomID() string {

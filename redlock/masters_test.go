@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -386,37 +385,9 @@ func (ms masters) noQueue(t *testing.T, name string) {
 // up to 3 s.
 func checkGoroutines(t *testing.T) {
 	t.Helper()
-	before, _ := libGoroutines()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(3 * time.Second)
-		for {
-			n, stacks := libGoroutines()
-			if n <= before {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("goroutines: %d before, %d after:\n%s", before, n, stacks)
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+	redistest.CheckGoroutinesOf(t, "goroutines", func(g string) bool {
+		return strings.Contains(g, "relock-go/relock/redlock.") || redistest.Library(g)
 	})
-}
-
-func libGoroutines() (int, string) {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	n := 0
-	var keep []string
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		lib := strings.Contains(g, "relock-go/relock/redlock.") || strings.Contains(g, "relock-go/relock/internal/") ||
-			strings.Contains(g, "redis/go-redis/")
-		if lib && !strings.Contains(g, "internal/redistest") {
-			n++
-			keep = append(keep, g)
-		}
-	}
-	return n, strings.Join(keep, "\n\n")
 }
 
 // allExpire checks that every key of name on every master has a TTL,

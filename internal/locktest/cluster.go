@@ -120,26 +120,11 @@ func ClusterWakeUps(t *testing.T, k Kind) {
 	// release.
 	round := func(within time.Duration, during func()) {
 		t.Helper()
-		holders := make([]Handle, len(names))
-		waits := make([]<-chan error, len(names))
-		waiters := make([]Handle, len(names))
-		for i, name := range names {
-			holders[i] = k.New(c, name)
-			require.NoError(t, holders[i].Lock(ctx))
-			waiters[i] = k.waiter(wc, name)
-			waits[i] = lockAsync(ctx, waiters[i])
-		}
-		time.Sleep(queued)
+		q := holdWithWaiters(t, ctx, k, c, wc, names)
 		if during != nil {
 			during()
 		}
-		for i, h := range holders {
-			released := time.Now()
-			require.NoError(t, h.Unlock(ctx))
-			require.NoError(t, await(t, waits[i], 5*time.Second, "a waiter's Lock"))
-			assert.Less(t, time.Since(released), within, "hand-off of %s", names[i])
-			require.NoError(t, waiters[i].Unlock(ctx))
-		}
+		q.handOver(t, ctx, within, "")
 	}
 
 	pub0, spub0 := stats()
@@ -355,16 +340,7 @@ func ClusterMoves(t *testing.T, k Kind) {
 	// and that the locks are still held, then releases them one by one
 	// (each hand-off pushed).
 	move := func(what string, names []string, to string, f func()) {
-		holders := make([]Handle, len(names))
-		waiters := make([]Handle, len(names))
-		waits := make([]<-chan error, len(names))
-		for i, name := range names {
-			holders[i] = k.New(c, name)
-			require.NoError(t, holders[i].Lock(ctx))
-			waiters[i] = k.waiter(wc, name)
-			waits[i] = lockAsync(ctx, waiters[i])
-		}
-		time.Sleep(queued)
+		q := holdWithWaiters(t, ctx, k, c, wc, names)
 		f()
 		nodes := shard(to)
 		for _, name := range names {
@@ -386,13 +362,7 @@ func ClusterMoves(t *testing.T, k Kind) {
 			require.NoError(t, err, "%s: TryLock of %s", what, name)
 			require.False(t, ok, "%s: %s taken while held", what, name)
 		}
-		for i, h := range holders {
-			released := time.Now()
-			require.NoError(t, h.Unlock(ctx), "%s: Unlock of %s", what, names[i])
-			require.NoError(t, await(t, waits[i], 5*time.Second, what+": a waiter's Lock"))
-			assert.Less(t, time.Since(released), pushed, "%s: hand-off of %s", what, names[i])
-			require.NoError(t, waiters[i].Unlock(ctx))
-		}
+		q.handOver(t, ctx, pushed, what+": ")
 	}
 
 	// A manual failover of the first master.
@@ -421,4 +391,41 @@ func ClusterMoves(t *testing.T, k Kind) {
 			require.NoError(t, redistest.Migrate(ctx, slot, src, dst, 0))
 		}
 	})
+}
+
+// waitingLocks are locks held with a waiter behind each.
+type waitingLocks struct {
+	names            []string
+	holders, waiters []Handle
+	waits            []<-chan error
+}
+
+// holdWithWaiters holds every lock of names with c, starts a waiter
+// behind each with wc, and gives the waiters time to queue.
+func holdWithWaiters(t *testing.T, ctx context.Context, k Kind, c, wc *relock.Client, names []string) *waitingLocks {
+	t.Helper()
+	q := &waitingLocks{names: names, holders: make([]Handle, len(names)),
+		waiters: make([]Handle, len(names)), waits: make([]<-chan error, len(names))}
+	for i, name := range names {
+		q.holders[i] = k.New(c, name)
+		require.NoError(t, q.holders[i].Lock(ctx))
+		q.waiters[i] = k.waiter(wc, name)
+		q.waits[i] = lockAsync(ctx, q.waiters[i])
+	}
+	time.Sleep(queued)
+	return q
+}
+
+// handOver releases the locks one by one: each waiter's Lock must return
+// within within of its release; the waiter then unlocks. what prefixes
+// the failure messages.
+func (q *waitingLocks) handOver(t *testing.T, ctx context.Context, within time.Duration, what string) {
+	t.Helper()
+	for i, h := range q.holders {
+		released := time.Now()
+		require.NoError(t, h.Unlock(ctx), "%sUnlock of %s", what, q.names[i])
+		require.NoError(t, await(t, q.waits[i], 5*time.Second, what+"a waiter's Lock"))
+		assert.Less(t, time.Since(released), within, "%shand-off of %s", what, q.names[i])
+		require.NoError(t, q.waiters[i].Unlock(ctx))
+	}
 }

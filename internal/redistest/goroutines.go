@@ -13,16 +13,24 @@ import (
 // not counted.
 func CheckGoroutines(t testing.TB) {
 	t.Helper()
-	before, _ := ours()
+	CheckGoroutinesOf(t, "relock goroutines", Library)
+}
+
+// CheckGoroutinesOf is CheckGoroutines for the goroutines whose stack
+// match accepts (what names them in the failure): it records how many run
+// now and, at the end of t, fails t if more still run after up to 3 s.
+func CheckGoroutinesOf(t testing.TB, what string, match func(stack string) bool) {
+	t.Helper()
+	before, _ := count(match)
 	t.Cleanup(func() {
 		deadline := time.Now().Add(3 * time.Second)
 		for {
-			n, stacks := ours()
+			n, stacks := count(match)
 			if n <= before {
 				return
 			}
 			if time.Now().After(deadline) {
-				t.Errorf("relock goroutines: %d before, %d after:\n%s", before, n, stacks)
+				t.Errorf("%s: %d before, %d after:\n%s", what, before, n, stacks)
 				return
 			}
 			time.Sleep(20 * time.Millisecond)
@@ -30,24 +38,36 @@ func CheckGoroutines(t testing.TB) {
 	})
 }
 
-// ours counts the goroutines running relock's or go-redis's code.
-func ours() (int, string) {
+// Library reports whether a goroutine's stack runs relock's internal
+// packages or go-redis (not this package's helpers).
+func Library(stack string) bool {
+	lib := strings.Contains(stack, "relock-go/relock/internal/") || strings.Contains(stack, "redis/go-redis/")
+	return lib && !strings.Contains(stack, "internal/redistest")
+}
+
+// count returns how many goroutines have a stack that match accepts, and
+// those stacks.
+func count(match func(stack string) bool) (int, string) {
 	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	n := 0
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
 	var keep []string
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		lib := strings.Contains(g, "relock-go/relock/internal/") || strings.Contains(g, "redis/go-redis/")
-		if lib && !strings.Contains(g, "internal/redistest") {
-			n++
+		if match(g) {
 			keep = append(keep, g)
 		}
 	}
-	return n, strings.Join(keep, "\n\n")
+	return len(keep), strings.Join(keep, "\n\n")
 }
 
 // Goroutines returns how many goroutines run relock's or go-redis's code.
 func Goroutines() int {
-	n, _ := ours()
+	n, _ := count(Library)
 	return n
 }

@@ -298,22 +298,7 @@ func ClusterMoves(t *testing.T, k Kind) {
 		t.Cleanup(func() { _ = n.Close() })
 		return n
 	}
-	base := redistest.Name(t)
-	next := 0
-	// namesOn returns n new names whose locks live on the master at addr.
-	namesOn := func(addr string, n int) []string {
-		var out []string
-		for len(out) < n {
-			name := base + "." + strconv.Itoa(next)
-			next++
-			m, err := admin.MasterForKey(ctx, k.Key(name))
-			require.NoError(t, err)
-			if m.Options().Addr == addr {
-				out = append(out, name)
-			}
-		}
-		return out
-	}
+	nm := &namer{base: redistest.Name(t)}
 	// shard returns clients of the master at addr and of its replicas. A
 	// subscription at a replica gets the shard's messages too (Redis
 	// passes SPUBLISH on to the shard's replicas), and a reroute that ran
@@ -367,7 +352,7 @@ func ClusterMoves(t *testing.T, k Kind) {
 
 	// A manual failover of the first master.
 	victim, replica := cl.Nodes[0], cl.Nodes[3]
-	move("failover", namesOn(victim.Addr, 4), replica.Addr, func() {
+	move("failover", nm.on(t, ctx, admin, k, victim.Addr, 4), replica.Addr, func() {
 		rc := node(replica.Addr)
 		require.NoError(t, rc.Do(ctx, "CLUSTER", "FAILOVER").Err())
 		require.Eventually(t, func() bool {
@@ -378,7 +363,7 @@ func ClusterMoves(t *testing.T, k Kind) {
 	// The slots of three locks migrated from the second master to the
 	// third.
 	src, dst := cl.Nodes[1], cl.Nodes[2]
-	moved := namesOn(src.Addr, 3)
+	moved := nm.on(t, ctx, admin, k, src.Addr, 3)
 	move("migration", moved, dst.Addr, func() {
 		sc := node(src.Addr)
 		slots := map[int64]bool{}
@@ -428,4 +413,27 @@ func (q *waitingLocks) handOver(t *testing.T, ctx context.Context, within time.D
 		assert.Less(t, time.Since(released), within, "%shand-off of %s", what, q.names[i])
 		require.NoError(t, q.waiters[i].Unlock(ctx))
 	}
+}
+
+// namer makes lock names base.0, base.1, ... on the masters a test asks.
+type namer struct {
+	base string
+	next int
+}
+
+// on returns n new names whose locks of kind k live on the master at
+// addr.
+func (nm *namer) on(t *testing.T, ctx context.Context, admin *redis.ClusterClient, k Kind, addr string, n int) []string {
+	t.Helper()
+	var out []string
+	for len(out) < n {
+		name := nm.base + "." + strconv.Itoa(nm.next)
+		nm.next++
+		m, err := admin.MasterForKey(ctx, k.Key(name))
+		require.NoError(t, err)
+		if m.Options().Addr == addr {
+			out = append(out, name)
+		}
+	}
+	return out
 }

@@ -234,15 +234,7 @@ func ClusterReleaseMidMigration(t *testing.T, k Kind) {
 	c, _ := redistest.NewClient(t, s, long)
 	wc, _ := redistest.NewClient(t, s, long)
 	base := redistest.Name(t)
-	name := base
-	for i := 0; ; i++ {
-		name = base + "." + strconv.Itoa(i)
-		m, err := admin.MasterForKey(ctx, k.Key(name))
-		require.NoError(t, err)
-		if m.Options().Addr == a.Addr {
-			break
-		}
-	}
+	name := (&namer{base: base}).on(t, ctx, admin, k, a.Addr, 1)[0]
 	slot, err := admin.ClusterKeySlot(ctx, k.Key(name)).Result()
 	require.NoError(t, err)
 

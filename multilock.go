@@ -146,6 +146,11 @@ func (m *Multi) TryLock(ctx context.Context) (bool, error) {
 // failed with an unknown outcome (a network error) stays held by the
 // Multi: calling Unlock again repeats only that part's request, and so
 // does a Lock or TryLock before it takes anything.
+//
+// It is not cancelled by ctx: each part's release is sent, and its reply
+// awaited as that part's Unlock does (up to 5 s for relock's lock types),
+// even when ctx has ended, and each part's renewals stop when its release
+// is sent.
 func (m *Multi) Unlock(ctx context.Context) error {
 	if m.err != nil {
 		return fmt.Errorf("multilock: unlock: %w", m.err)

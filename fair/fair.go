@@ -90,6 +90,12 @@ func (l *Lock) TryLock(ctx context.Context) (bool, error) { return l.x.TryLock(c
 // Unlock gives back one hold; the final one wakes the head of the queue.
 // Without a hold it returns an error matching relock.ErrNotHeld and changes
 // nothing. Calling it again after a network error is safe.
+//
+// It is not cancelled by ctx: the release is sent, and its reply awaited
+// for up to 5 s, even when ctx has ended (ctx's values are kept), and
+// renewals of the hold stop when the final Unlock is called, so one whose
+// outcome cannot be known (Redis unreachable) ends with its lease at the
+// latest.
 func (l *Lock) Unlock(ctx context.Context) error { return l.x.Unlock(ctx) }
 
 // HoldCount returns this handle's hold count according to Redis (0 for any

@@ -88,6 +88,12 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) { return m.x.TryLock(
 // owner's lock is never touched. If the reply is lost (a network error),
 // the error says so and calling Unlock again is safe: it repeats the same
 // request, which Redis answers as it did the first time.
+//
+// It is not cancelled by ctx: the release is sent, and its reply awaited
+// for up to 5 s, even when ctx has ended (ctx's values are kept), and
+// renewals of the hold stop when Unlock is called, so a release whose
+// outcome cannot be known (Redis unreachable) ends with the lease at the
+// latest.
 func (m *Mutex) Unlock(ctx context.Context) error { return m.x.Unlock(ctx) }
 
 // Held reports whether this handle holds the mutex now, as far as it knows:

@@ -76,6 +76,12 @@ func (l *Lock) TryLock(ctx context.Context) (bool, error) { return l.x.TryLock(c
 // error matching relock.ErrNotHeld and changes nothing. If the reply is lost
 // (a network error), calling Unlock again is safe: it repeats the same
 // request, which is counted once.
+//
+// It is not cancelled by ctx: the release is sent, and its reply awaited
+// for up to 5 s, even when ctx has ended (ctx's values are kept), and
+// renewals of the hold stop when the final Unlock is called, so one whose
+// outcome cannot be known (Redis unreachable) ends with its lease at the
+// latest.
 func (l *Lock) Unlock(ctx context.Context) error { return l.x.Unlock(ctx) }
 
 // HoldCount returns how many holds this handle has on the lock according

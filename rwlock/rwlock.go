@@ -119,6 +119,12 @@ func (l *RWMutex) TryRLock(ctx context.Context) (bool, error) {
 // (never taken, all given back, or lost) it returns an error matching
 // relock.ErrNotHeld and changes nothing. If the reply is lost (a network
 // error), calling RUnlock again is safe: it repeats the same request.
+//
+// It is not cancelled by ctx: the release is sent, and its reply awaited
+// for up to 5 s, even when ctx has ended (ctx's values are kept), and
+// renewals stop when the handle's last hold is given back, so one whose
+// outcome cannot be known (Redis unreachable) ends with its lease at the
+// latest.
 func (l *RWMutex) RUnlock(ctx context.Context) error {
 	return l.h.Release(ctx, "runlock", core.Read, 1)
 }
@@ -159,6 +165,12 @@ func (l *RWMutex) TryLock(ctx context.Context) (bool, error) {
 // Without a write hold it returns an error matching relock.ErrNotHeld and
 // changes nothing. If the reply is lost (a network error), calling Unlock
 // again is safe: it repeats the same request.
+//
+// It is not cancelled by ctx: the release is sent, and its reply awaited
+// for up to 5 s, even when ctx has ended (ctx's values are kept), and
+// renewals stop when the handle's last hold is given back, so one whose
+// outcome cannot be known (Redis unreachable) ends with its lease at the
+// latest.
 func (l *RWMutex) Unlock(ctx context.Context) error { return l.h.Release(ctx, "unlock", core.Write, 1) }
 
 // ReadHoldCount returns how many read holds this handle has according to

@@ -172,6 +172,12 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int) (bool, error) {
 // matching relock.ErrInvalidOption. If the reply is lost (a network
 // error), calling Release again with the same n is safe: it repeats the
 // same request, which Redis answers as it did the first time.
+//
+// It is not cancelled by ctx: the release is sent, and its reply awaited
+// for up to 5 s, even when ctx has ended (ctx's values are kept), and
+// renewals of the hold stop when the final Release is called, so one whose
+// outcome cannot be known (Redis unreachable) ends with its lease at the
+// latest.
 func (s *Semaphore) Release(ctx context.Context, n int) error {
 	if err := s.check("release", n, true); err != nil {
 		return err

@@ -33,12 +33,35 @@ type call struct {
 	asked     time.Time
 	refusedUs int64
 	sent      uint64
+	// The context of the call's clean-up once it gave up (see cleanup).
+	clean       context.Context
+	cancelClean context.CancelFunc
+}
+
+// cleanup returns the context of everything the call undoes once it gave
+// up (the abort of an attempt whose outcome is unknown or that was granted
+// too late, leaving its queue): detached from ctx (see Detach), made on
+// first use, so that all of it fits in one ReleaseTimeout window however
+// often it is resent (a Cluster refuses it while the slot moves).
+func (c *call) cleanup(ctx context.Context) context.Context {
+	if c.clean == nil {
+		c.clean, c.cancelClean = Detach(ctx)
+	}
+	return c.clean
+}
+
+// end releases the call's clean-up context, once the call returned.
+func (c *call) end() {
+	if c.cancelClean != nil {
+		c.cancelClean()
+	}
 }
 
 // Wait acquires n units of class, waiting on spec's channel until granted
 // or ctx ends; op names the call in errors.
 func (h *Holder) Wait(ctx context.Context, op string, class Class, n int, spec WaitSpec) error {
 	c := &call{h: h, ctx: ctx, op: op, class: class, n: n, block: true, begin: time.Now(), first: true}
+	defer c.end()
 	err := h.E.Wait(ctx, spec, c)
 	h.failed(err, class, c.begin)
 	return err
@@ -47,6 +70,7 @@ func (h *Holder) Wait(ctx context.Context, op string, class Class, n int, spec W
 // Try makes one attempt to acquire n units of class.
 func (h *Holder) Try(ctx context.Context, op string, class Class, n int) (bool, error) {
 	c := &call{h: h, op: op, class: class, n: n, begin: time.Now(), first: true}
+	defer c.end()
 	ok, _, err := c.Attempt(ctx)
 	h.failed(err, class, c.begin)
 	return ok, err
@@ -207,7 +231,9 @@ func (c *call) accept(ctx context.Context, data string) bool {
 	return true
 }
 
-// Leave withdraws the call from its lock's queue when it gives up (Waiter).
+// Leave withdraws the call from its lock's queue when it gives up
+// (Waiter), within the clean-up window of the call (see cleanup): an
+// abort the call sent before counts against the same window.
 func (c *call) Leave(ctx context.Context) error {
 	h := c.h
 	h.mu.Lock()
@@ -216,7 +242,7 @@ func (c *call) Leave(ctx context.Context) error {
 		return nil // never queued
 	}
 	h.sent++
-	return h.proto.Leave(ctx, c.request())
+	return h.proto.Leave(c.cleanup(ctx), c.request())
 }
 
 // grantedLocked counts a grant of acquire r, sent at start by a call that

@@ -181,10 +181,8 @@ func (h *Holder) abortLocked(ctx context.Context, r *Request) {
 	// Not over a pinned connection (WithSyncReplicas): after a network
 	// error or a WAIT that timed out it may be broken; the pool's are not.
 	h.unpin()
-	cctx, cancel := Cleanup(ctx)
-	defer cancel()
 	h.sent++
-	_ = h.proto.Abort(cctx, r)
+	_ = h.proto.Abort(r.call.cleanup(ctx), r)
 }
 
 // needLocked tells the watchdog how many units the owner must have in
@@ -230,12 +228,13 @@ func (h *Holder) lostLocked(cause error) {
 }
 
 // markLostLocked forgets the lost watchdog hold and keeps the counts as
-// unlocks owed. A final release whose reply was lost stays pending when
-// the loss is the lock being gone: that release may be what made it gone,
-// and the next Unlock resends it to find out (see releaseLocked).
+// unlocks owed. A final release whose reply was lost stays pending: that
+// release may be what ended the hold (the lock found gone, or its lease
+// run out after the unconfirmed release), and the next Unlock resends it
+// to find out (see releaseLocked).
 func (h *Holder) markLostLocked(cause error) {
 	h.hold = nil
-	if p := h.pending; p == nil || !p.Final() || !errors.Is(cause, lockerr.Gone) {
+	if p := h.pending; p == nil || !p.Final() {
 		h.pending = nil
 	}
 	if h.held.Zero() {
@@ -262,11 +261,19 @@ func (h *Holder) settleLocked(ctx context.Context) error {
 // Without them it returns an error matching lockerr.NotHeld and changes
 // nothing. A release whose reply was lost is resent, with the same request
 // id, by the handle's next call: it is applied once.
+//
+// The release is not cancelled by ctx: it is sent and its reply awaited
+// even when ctx has ended (an HTTP handler's ctx ends when its client goes
+// away), for at most ReleaseTimeout (see Detach). A final release stops
+// the renewals of the hold before it is sent, whatever its outcome: one
+// that cannot be confirmed ends the hold at its lease at worst.
 func (h *Holder) Release(ctx context.Context, op string, class Class, n int) error {
 	// A closed client still lets an unlock report the loss of its holds.
 	if err := h.Check(); err != nil && !errors.Is(err, lockerr.Closed) {
 		return h.errorf(op, err)
 	}
+	ctx, cancel := Detach(ctx)
+	defer cancel()
 	h.mu.Lock()
 	defer h.unlock()
 	h.syncLostLocked()
@@ -335,10 +342,11 @@ func (h *Holder) releaseLocked(ctx context.Context, op string, class Class, n in
 			// units held again.
 			h.needLocked(h.held)
 		}
-		if final && h.E.WD.Restore(h.hold) {
-			// Still held as far as the handle knows: it is watched again
-			// (a renewal will find out if the release did happen), unless
-			// the Client was closed meanwhile.
+		if final && h.E.WD.Lapse(h.hold) {
+			// The caller ended the hold: it is not renewed again, only
+			// declared lost at its local deadline (by then its lease at
+			// Redis has run out) unless a resend confirms the release
+			// first; at once if the Client was closed meanwhile.
 			h.lostLocked(lockerr.ClosedLoss)
 		}
 		return h.errorf(op, err)

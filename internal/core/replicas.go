@@ -65,13 +65,26 @@ func (o *Owner) unpin() {
 }
 
 // waitReplicas asks the pinned connection's node to wait for the
-// replicas, and returns an error matching lockerr.NotReplicated when fewer
-// than asked confirmed in time.
+// replicas, for the sync timeout or what is left of ctx's deadline if that
+// is sooner, and returns an error matching lockerr.NotReplicated when
+// fewer than asked confirmed in time, or the caller's giving up (matching
+// lockerr.NotObtained and ctx.Err()) when ctx ended first.
 func (o *Owner) waitReplicas(ctx context.Context) error {
 	n, t := o.Cfg.SyncReplicas, o.Cfg.SyncTimeout
-	// go-redis's Wait reads its reply with the WAIT timeout added to the
-	// read timeout: a WAIT longer than ReadTimeout is not cut short.
+	if dl, ok := ctx.Deadline(); ok {
+		// WAIT cannot be interrupted (go-redis reads its reply for the
+		// WAIT timeout plus the read timeout), so it is given no longer
+		// than the caller waits; WAIT 0 would block for ever.
+		left := time.Until(dl).Truncate(time.Millisecond)
+		if left < time.Millisecond {
+			return lockerr.GaveUp(context.DeadlineExceeded)
+		}
+		t = min(t, left)
+	}
 	got, err := o.conn.Wait(ctx, n, t).Result()
+	if gerr := lockerr.CtxGaveUp(ctx); gerr != nil && (err != nil || got < int64(n)) {
+		return gerr
+	}
 	if err != nil {
 		return fmt.Errorf("%w: WAIT: %w", lockerr.NotReplicated, err)
 	}

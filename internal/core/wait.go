@@ -25,7 +25,7 @@ type Waiter interface {
 	Attempt(ctx context.Context) (ok bool, ttl time.Duration, err error)
 	// Leave runs when the wait gives up (a waiter leaves its queue,
 	// passing on a grant it did not take), with a context that outlives
-	// the caller's (see Cleanup). If it fails, the waiter's registration
+	// the caller's (see Detach). If it fails, the waiter's registration
 	// lapses by itself.
 	Leave(ctx context.Context) error
 	// Addr returns the address of this wait for grants (asked once, when
@@ -56,7 +56,7 @@ type WaitSpec struct {
 // nothing is left subscribed.
 func (e *Engine) Wait(ctx context.Context, spec WaitSpec, w Waiter) error {
 	giveUp := func(err error) error {
-		cctx, cancel := Cleanup(ctx)
+		cctx, cancel := Detach(ctx)
 		defer cancel()
 		_ = w.Leave(cctx)
 		return err

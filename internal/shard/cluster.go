@@ -14,17 +14,28 @@ import (
 // err, when err is no reply from Redis but a node out of reach (refused,
 // reset, timed out): the node may have died and its replica taken over,
 // which go-redis learns by itself only from a MOVED reply or its periodic
-// reload (every 10 s). The reload runs in the background, at most one at
-// a time (go-redis's LazyReload). Other clients and errors: nothing.
+// reload (every 10 s). It does so too after a MOVED or ASK reply: go-redis
+// follows those itself for the commands it routes, but not for those sent
+// on one node's connection (WithSyncReplicas's pinned acquires and synced
+// renewals), which would go on asking a node that no longer serves the
+// slot. The reload runs in the background, at most one at a time
+// (go-redis's LazyReload). Other clients and errors: nothing.
 func Refresh(rdb redis.UniversalClient, err error) {
 	cc, ok := rdb.(*redis.ClusterClient)
 	if !ok || err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return
 	}
-	if rerr := redis.Error(nil); errors.As(err, &rerr) {
-		return // a reply: the node is there
+	if rerr := redis.Error(nil); errors.As(err, &rerr) && !redirected(err) {
+		return // a reply: the node is there, and serves the slot
 	}
 	cc.ReloadState(context.Background())
+}
+
+// redirected reports whether err is a MOVED or ASK reply: the node that
+// answered does not serve the slot (any more, or not for this key).
+func redirected(err error) bool {
+	var rerr redis.Error
+	return Moving(err) && errors.As(err, &rerr) && !strings.HasPrefix(rerr.Error(), "TRYAGAIN ")
 }
 
 // Moving reports whether err is a Redis Cluster's refusal of a command

@@ -74,6 +74,7 @@ type Hold struct {
 	// Guarded by Watchdog.mu.
 	active   bool
 	renew    bool          // renewed every period
+	lapsed   bool          // its final release is unconfirmed: not renewed, lost at its deadline (Lapse)
 	claim    bool          // a claim (one renewal, soon) is due
 	claimAt  time.Time     // when to send it (claims coalesce, and a hold released before needs none)
 	claimTmr *time.Timer   // kicks a claims round at claimAt
@@ -182,7 +183,7 @@ func (w *Watchdog) Add(h *Hold, start time.Time, lease time.Duration, renew bool
 	if h.active && !deadline.After(h.deadline) {
 		return
 	}
-	h.active, h.renew, h.lease = true, renew, lease
+	h.active, h.renew, h.lease, h.lapsed = true, renew, lease, false
 	if renew {
 		h.lease = w.lease
 	}
@@ -211,7 +212,7 @@ func (w *Watchdog) Claim(h *Hold, start time.Time, claim, lease time.Duration, r
 	if w.closed {
 		return w.loseQuietLocked(h, lockerr.ClosedLoss)
 	}
-	h.active, h.renew, h.claim, h.lease = true, renew, true, lease
+	h.active, h.renew, h.claim, h.lease, h.lapsed = true, renew, true, lease, false
 	w.holds[h] = struct{}{}
 	w.claims[h] = struct{}{}
 	deadline := start.Add(claim - Drift(claim))
@@ -251,11 +252,14 @@ func (w *Watchdog) SetNeed(h *Hold, n int) {
 	}
 }
 
-// Restore watches h again, with the deadline it had, after a Remove whose
-// release then failed: the owner still holds the lock as far as it knows.
-// On a closed watchdog it declares h lost instead, like Lose, and reports
-// true.
-func (w *Watchdog) Restore(h *Hold) (lost bool) {
+// Lapse watches h again after a Remove whose final release could not be
+// confirmed (Redis unreachable, no reply in time), without renewing it:
+// the owner asked to end the hold, so no renewal or claim is sent any
+// more, and h is declared lost at the local deadline it had (by then its
+// lease at Redis has run out) unless Remove comes first (a resent release
+// that is confirmed). On a closed watchdog it declares h lost instead,
+// like Lose, and reports true.
+func (w *Watchdog) Lapse(h *Hold) (lost bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if h.err != nil || h.active {
@@ -264,13 +268,9 @@ func (w *Watchdog) Restore(h *Hold) (lost bool) {
 	if w.closed {
 		return w.loseQuietLocked(h, lockerr.ClosedLoss)
 	}
-	h.active = true
+	h.active, h.renew, h.claim, h.lapsed = true, false, false, true
 	w.holds[h] = struct{}{}
 	w.setDeadlineLocked(h, h.deadline)
-	if h.claim {
-		w.claims[h] = struct{}{}
-		w.armClaimLocked(h, 0)
-	}
 	return false
 }
 
@@ -401,7 +401,11 @@ func (w *Watchdog) expire(h *Hold) {
 	if !h.active || time.Now().Before(h.deadline) {
 		return
 	}
-	if h.renew {
+	switch {
+	case h.lapsed:
+		w.loseLocked(h, lockerr.Loss(lockerr.Expired, "lease ran out after an unconfirmed release"))
+		return
+	case h.renew:
 		w.loseLocked(h, lockerr.Loss(lockerr.Expired, "no renewal confirmed before the local deadline"))
 		return
 	}

@@ -195,7 +195,7 @@ func TestLostHoldStaysLost(t *testing.T) {
 		assert.Equal(t, 1, w.Len())
 		w.Lose(h, relock.ErrNotHeld)
 		_ = w.Add(h, time.Now(), time.Second, true)
-		_ = w.Restore(h)
+		_ = w.Lapse(h)
 		assert.Equal(t, 0, w.Len(), "a lost hold is watched again")
 		assert.ErrorIs(t, w.Err(h), relock.ErrNotHeld)
 	})

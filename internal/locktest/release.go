@@ -1,0 +1,158 @@
+package locktest
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock"
+	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/internal/watchdog"
+)
+
+// ReleaseEndedCtx: an Unlock whose ctx has ended (cancelled, or its
+// deadline passed) still releases the lock, as a deferred Unlock in an
+// HTTP handler whose client went away needs (it used to return the ctx's
+// error and leave the lock held, renewed by the watchdog, until the
+// process exited). A partial release of a reentrant hold is not cancelled
+// either.
+func ReleaseEndedCtx(t *testing.T, k Kind) {
+	ended := map[string]func(context.Context) context.Context{
+		"cancelled": func(ctx context.Context) context.Context {
+			ctx, cancel := context.WithCancel(ctx)
+			cancel()
+			return ctx
+		},
+		"deadline passed": func(ctx context.Context) context.Context {
+			ctx, cancel := context.WithDeadline(ctx, time.Now().Add(-time.Second))
+			t.Cleanup(cancel)
+			return ctx
+		},
+	}
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		for what, end := range ended {
+			t.Run(what, func(t *testing.T) {
+				ctx := testCtx(t)
+				c, _ := redistest.NewClient(t, s, relock.WithWatchdogTimeout(time.Second))
+				name := redistest.Name(t)
+				h, other := k.New(c, name), k.waiter(c, name)
+				require.NoError(t, h.Lock(ctx))
+				if k.Reentrant {
+					require.NoError(t, h.Lock(ctx))
+					require.NoError(t, h.Unlock(end(ctx)), "a partial release with an ended ctx")
+					assert.True(t, h.Held(), "the outer hold is kept")
+					ok, err := other.TryLock(ctx)
+					require.NoError(t, err)
+					require.False(t, ok, "another handle got the lock after a partial release")
+				}
+				require.NoError(t, h.Unlock(end(ctx)), "the release with an ended ctx")
+				assert.False(t, h.Held())
+				ok, err := other.TryLock(ctx)
+				require.NoError(t, err)
+				require.True(t, ok, "the lock is still held after an Unlock whose ctx had ended")
+				require.NoError(t, other.Unlock(ctx))
+				assert.Zero(t, s.Admin(t).Exists(ctx, k.Key(name)).Val(), "lock key left")
+				assert.ErrorIs(t, h.Unlock(end(ctx)), relock.ErrNotHeld, "one Unlock too many")
+			})
+		}
+	})
+}
+
+// ReleaseUnreachable: an Unlock while Redis is unreachable (a network that
+// drops every packet) returns an error, and the hold's renewals stop when
+// Unlock is called: the lock is free within one lease of the call, the
+// handle's Lost fires then, and no renewal is sent after the call (they
+// used to be resumed, keeping the lock alive for as long as the process
+// lived). Once Redis is reachable again, a second Unlock resends the
+// release and reports what happened (the lease ran out).
+func ReleaseUnreachable(t *testing.T, k Kind) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		s.SingleOnly(t, "a proxy in front of one address")
+		ctx := testCtx(t)
+		const lease = time.Second
+		p := redistest.NewProxy(t, s.Addr)
+		rdb := s.Client(t, func(o *redis.Options) {
+			o.Addr = p.Addr
+			o.ReadTimeout = 200 * time.Millisecond
+		})
+		renewals := &pipelineLog{}
+		rdb.AddHook(renewals)
+		c := relock.New(rdb, relock.WithWatchdogTimeout(lease))
+		t.Cleanup(func() { _ = c.Close() })
+		name := redistest.Name(t)
+		h := k.New(c, name)
+		require.NoError(t, h.Lock(ctx))
+		time.Sleep(lease / 2) // a renewal (every lease/3) has been confirmed
+		require.NotZero(t, renewals.since(time.Time{}), "no renewal before the cut")
+
+		p.Blackhole(true)
+		at := time.Now()
+		err := h.Unlock(ctx)
+		took := time.Since(at)
+		require.Error(t, err, "an Unlock that Redis never saw")
+		assert.NotErrorIs(t, err, relock.ErrNotHeld, "the outcome is unknown, not a loss")
+		t.Logf("Unlock returned after %v: %v", took.Round(time.Millisecond), err)
+		assert.Less(t, took, 6*time.Second, "the release is bounded by its own timeout")
+
+		admin := s.Admin(t)
+		free := lease + watchdog.Drift(lease) + 100*time.Millisecond // polling, a loaded machine
+		for admin.Exists(ctx, k.Key(name)).Val() != 0 {
+			require.Less(t, time.Since(at), free, "the lock outlived one lease after Unlock")
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Logf("lock free %v after the Unlock call", time.Since(at).Round(time.Millisecond))
+		select {
+		case <-h.Lost():
+		case <-time.After(time.Until(at.Add(free))):
+			t.Fatal("Lost did not fire by the end of the lease")
+		}
+		assert.ErrorIs(t, h.LostErr(), relock.ErrLeaseExpired)
+		assert.False(t, h.Held())
+		assert.Zero(t, renewals.since(at), "renewals sent after the Unlock call")
+
+		p.Blackhole(false)
+		err = h.Unlock(ctx)
+		assert.ErrorIs(t, err, relock.ErrNotHeld, "the resent release: the lease ran out first")
+		assert.ErrorIs(t, err, relock.ErrLeaseExpired)
+		assert.ErrorIs(t, h.Unlock(ctx), relock.ErrNotHeld, "one Unlock too many")
+		other := k.New(c, name)
+		require.NoError(t, other.Lock(ctx), "the lock after the unconfirmed release")
+		require.NoError(t, other.Unlock(ctx))
+	})
+}
+
+// pipelineLog is a go-redis hook that notes when each pipeline (the
+// watchdog's renewals; lock calls send single commands) was started.
+type pipelineLog struct {
+	mu sync.Mutex
+	at []time.Time
+}
+
+// since returns how many pipelines were started after t.
+func (l *pipelineLog) since(t time.Time) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, at := range l.at {
+		if at.After(t) {
+			n++
+		}
+	}
+	return n
+}
+
+func (l *pipelineLog) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (l *pipelineLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (l *pipelineLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		l.mu.Lock()
+		l.at = append(l.at, time.Now())
+		l.mu.Unlock()
+		return next(ctx, cmds)
+	}
+}

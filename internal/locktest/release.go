@@ -64,24 +64,36 @@ func ReleaseEndedCtx(t *testing.T, k Kind) {
 }
 
 // ReleaseUnreachable: an Unlock while Redis is unreachable (a network that
-// drops every packet) returns an error, and the hold's renewals stop when
-// Unlock is called: the lock is free within one lease of the call, the
-// handle's Lost fires then, and no renewal is sent after the call (they
-// used to be resumed, keeping the lock alive for as long as the process
-// lived). Once Redis is reachable again, a second Unlock resends the
-// release and reports what happened (the lease ran out).
+// drops every packet: a black-holing proxy in front of a single server, a
+// hook that fails every command on a Cluster) returns an error, and the
+// hold's renewals stop when Unlock is called: the lock is free within one
+// lease of the call, the handle's Lost fires then, and no renewal is sent
+// after the call (they used to be resumed, keeping the lock alive for as
+// long as the process lived). Once Redis is reachable again, a second
+// Unlock resends the release and reports what happened (the lease ran
+// out).
 func ReleaseUnreachable(t *testing.T, k Kind) {
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
-		s.SingleOnly(t, "a proxy in front of one address")
 		ctx := testCtx(t)
 		const lease = time.Second
-		p := redistest.NewProxy(t, s.Addr)
-		rdb := s.Client(t, func(o *redis.Options) {
-			o.Addr = p.Addr
-			o.ReadTimeout = 200 * time.Millisecond
-		})
 		renewals := &pipelineLog{}
-		rdb.AddHook(renewals)
+		var rdb redis.UniversalClient
+		var cut func(on bool)
+		if s.Cluster != nil {
+			rdb = s.Client(t)
+			faults := &redistest.Faults{}
+			rdb.AddHook(renewals)
+			rdb.AddHook(faults)
+			cut = faults.Enable
+		} else {
+			p := redistest.NewProxy(t, s.Addr)
+			rdb = s.Client(t, func(o *redis.Options) {
+				o.Addr = p.Addr
+				o.ReadTimeout = 200 * time.Millisecond
+			})
+			rdb.AddHook(renewals)
+			cut = p.Blackhole
+		}
 		c := relock.New(rdb, relock.WithWatchdogTimeout(lease))
 		t.Cleanup(func() { _ = c.Close() })
 		name := redistest.Name(t)
@@ -90,7 +102,7 @@ func ReleaseUnreachable(t *testing.T, k Kind) {
 		time.Sleep(lease / 2) // a renewal (every lease/3) has been confirmed
 		require.NotZero(t, renewals.since(time.Time{}), "no renewal before the cut")
 
-		p.Blackhole(true)
+		cut(true)
 		at := time.Now()
 		err := h.Unlock(ctx)
 		took := time.Since(at)
@@ -115,7 +127,7 @@ func ReleaseUnreachable(t *testing.T, k Kind) {
 		assert.False(t, h.Held())
 		assert.Zero(t, renewals.since(at), "renewals sent after the Unlock call")
 
-		p.Blackhole(false)
+		cut(false)
 		err = h.Unlock(ctx)
 		assert.ErrorIs(t, err, relock.ErrNotHeld, "the resent release: the lease ran out first")
 		assert.ErrorIs(t, err, relock.ErrLeaseExpired)

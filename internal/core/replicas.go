@@ -71,6 +71,7 @@ func (o *Owner) unpin() {
 // lockerr.NotObtained and ctx.Err()) when ctx ended first.
 func (o *Owner) waitReplicas(ctx context.Context) error {
 	n, t := o.Cfg.SyncReplicas, o.Cfg.SyncTimeout
+	cut := false // t is what ctx's deadline leaves, less than the sync timeout
 	if dl, ok := ctx.Deadline(); ok {
 		// WAIT cannot be interrupted (go-redis reads its reply for the
 		// WAIT timeout plus the read timeout), so it is given no longer
@@ -79,11 +80,16 @@ func (o *Owner) waitReplicas(ctx context.Context) error {
 		if left < time.Millisecond {
 			return lockerr.GaveUp(context.DeadlineExceeded)
 		}
-		t = min(t, left)
+		t, cut = min(t, left), left < t
 	}
 	got, err := o.conn.Wait(ctx, n, t).Result()
-	if gerr := lockerr.CtxGaveUp(ctx); gerr != nil && (err != nil || got < int64(n)) {
-		return gerr
+	if err != nil || got < int64(n) {
+		if gerr := lockerr.CtxGaveUp(ctx); gerr != nil {
+			return gerr
+		}
+		if cut {
+			return lockerr.GaveUp(context.DeadlineExceeded)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("%w: WAIT: %w", lockerr.NotReplicated, err)

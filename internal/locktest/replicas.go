@@ -1,6 +1,7 @@
 package locktest
 
 import (
+	"context"
 	"net"
 	"strings"
 	"testing"
@@ -106,5 +107,45 @@ func SyncReplicas(t *testing.T, k Kind) {
 		h2 := k.New(c, name+".2", relock.WithSyncReplicas(1, 100*time.Millisecond))
 		assert.ErrorIs(t, h2.Lock(ctx), relock.ErrNotReplicated, "the replica is gone")
 		assert.Zero(t, rdb.Exists(ctx, k.Key(name+".2")).Val(), "a lock the replicas did not confirm was left")
+	})
+}
+
+// SyncReplicasCtx: the WAIT of an acquire WithSyncReplicas is bounded by
+// what the caller's ctx has left. With replicas that do not confirm (a
+// server without replicas, or more asked than a Cluster master has), a
+// Lock or TryLock with a 200 ms ctx returns its ctx's error soon after
+// the deadline, not ErrNotReplicated after the whole WAIT timeout (it
+// waited 8 s), and leaves no lock.
+func SyncReplicasCtx(t *testing.T, k Kind) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		if !s.Real() {
+			t.Skip("miniredis has no WAIT")
+		}
+		c, rdb := redistest.NewClient(t, s)
+		name := redistest.Name(t)
+		replicas := 1
+		if s.Cluster != nil {
+			replicas = 2 // each master has one
+		}
+		h := k.New(c, name, relock.WithSyncReplicas(replicas, 8*time.Second))
+		for what, acquire := range map[string]func(context.Context) error{
+			"Lock": h.Lock,
+			"TryLock": func(ctx context.Context) error {
+				_, err := h.TryLock(ctx)
+				return err
+			},
+		} {
+			ctx, cancel := context.WithTimeout(testCtx(t), 200*time.Millisecond)
+			start := time.Now()
+			err := acquire(ctx)
+			took := time.Since(start)
+			cancel()
+			assert.ErrorIs(t, err, context.DeadlineExceeded, "%s: the ctx's error", what)
+			assert.ErrorIs(t, err, relock.ErrNotObtained, what)
+			assert.NotErrorIs(t, err, relock.ErrNotReplicated, what)
+			assert.Less(t, took, 2*time.Second, "%s: the WAIT outlasted the ctx", what)
+			assert.False(t, h.Held(), what)
+			assert.Zero(t, rdb.Exists(testCtx(t), k.Key(name)).Val(), "%s: a lock was left", what)
+		}
 	})
 }

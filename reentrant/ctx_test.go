@@ -1,4 +1,4 @@
-package fair_test
+package reentrant_test
 
 import (
 	"testing"
@@ -9,3 +9,5 @@ import (
 func TestReleaseEndedCtx(t *testing.T) { locktest.ReleaseEndedCtx(t, kind) }
 
 func TestReleaseUnreachable(t *testing.T) { locktest.ReleaseUnreachable(t, kind) }
+
+func TestSyncReplicasCtx(t *testing.T) { locktest.SyncReplicasCtx(t, kind) }

@@ -9,3 +9,5 @@ import (
 func TestReleaseEndedCtx(t *testing.T) { sides(t, locktest.ReleaseEndedCtx) }
 
 func TestReleaseUnreachable(t *testing.T) { sides(t, locktest.ReleaseUnreachable) }
+
+func TestSyncReplicasCtx(t *testing.T) { sides(t, locktest.SyncReplicasCtx) }

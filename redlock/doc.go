@@ -73,10 +73,11 @@
 //     matching relock.ErrNotHeld. Each watchdog renews its part to its
 //     own lease, every third of it, whatever the other masters' Clients
 //     do.
-//   - Unlock releases on every master at once and succeeds when a majority
-//     confirms; it waits for that longer than an attempt would (half the
-//     lease, at most 5 s), while its ctx allows. A master that does not
-//     answer keeps its part until that part's lease ends.
+//   - Unlock stops the renewal of every part, releases on every master at
+//     once and succeeds when a majority confirms; it waits for that longer
+//     than an attempt would (half the lease, at most 5 s), even when its
+//     ctx has ended: a release is not cancelled by ctx. A master that does
+//     not answer keeps its part until that part's lease ends.
 //
 // # Errors
 //

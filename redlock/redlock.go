@@ -246,10 +246,11 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 // that did not answer still keep expires within their lease (each
 // master's own, see New).
 //
-// The releases are sent even if ctx has ended (a hold must not outlive its
-// Unlock for longer than necessary). Unlock waits for their replies while
-// ctx allows: until a majority confirmed (and then as long again for the
-// others), at most half the lease and 5 s (see New).
+// The release is not cancelled by ctx: it is sent and waited for even when
+// ctx has ended (ctx's values are kept), until a majority confirmed (and
+// then as long again for the others), for at most half the lease and 5 s
+// (see New). The renewals of every master's part stop when Unlock is
+// called, whatever its outcome.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	if m.err != nil {
 		return m.errorf("unlock", m.err)
@@ -276,10 +277,12 @@ func (m *Mutex) unlock(ctx context.Context) (*core.Event, error) {
 		}
 	}
 	id := m.nextID()
-	// Sent whatever ctx says; those not waited for still run after Unlock
-	// returns (each bounded by the release timeout).
+	// Sent and waited for whatever ctx says (detached from its
+	// cancellation, bounded by the release timeout); those not waited for
+	// still run after Unlock returns, each bounded the same way.
 	wait := releaseTimeout(m.lease)
-	rd := m.send(context.WithoutCancel(ctx), idx, wait, func(ctx context.Context, i int, o *core.Owner) ([]int64, error) {
+	rctx := context.WithoutCancel(ctx)
+	rd := m.send(rctx, idx, wait, func(ctx context.Context, i int, o *core.Owner) ([]int64, error) {
 		if state[i] == stUnknown {
 			// Its acquire may still land: abort it, which also refuses
 			// a late copy.
@@ -290,7 +293,7 @@ func (m *Mutex) unlock(ctx context.Context) (*core.Event, error) {
 			m.keys.Channel, 0, noHandoff).Int64()
 		return []int64{n}, err
 	})
-	got, _ := rd.collect(ctx, len(idx), wait, func(got []reply) (bool, bool) {
+	got, _ := rd.collect(rctx, len(idx), wait, func(got []reply) (bool, bool) {
 		k := 0
 		for _, r := range got {
 			if r.err == nil && r.val[0] == 1 {
@@ -326,9 +329,6 @@ func (m *Mutex) unlock(ctx context.Context) (*core.Event, error) {
 		if !replied[i] {
 			errs = append(errs, m.masterErr(i, errNoReply(wait)))
 		}
-	}
-	if err := ctx.Err(); err != nil && released < m.quorum && notHeld <= len(m.owners)-m.quorum {
-		errs = append(errs, err)
 	}
 	switch {
 	case released >= m.quorum:

@@ -69,7 +69,6 @@ func (m *Mutex) attempt(ctx context.Context, c *call) (result, error) {
 	if c.block {
 		block = 1
 	}
-	lease := m.lease.Milliseconds()
 	// As the mutex does, a call's first attempt (and every TryLock
 	// attempt) starts with a native SET NX PX: one cheap command where the
 	// lock is free; the script only where it is not (it also recognises a
@@ -77,9 +76,10 @@ func (m *Mutex) attempt(ctx context.Context, c *call) (result, error) {
 	fast := !c.block || !c.tried
 	c.tried = true
 	start := time.Now()
+	// Each master's part gets its own owner's lease (see New).
 	rd := m.send(ctx, idx, m.timeout, func(ctx context.Context, _ int, o *core.Owner) ([]int64, error) {
 		if fast {
-			ok, err := o.SetNX(ctx, m.lease)
+			ok, err := o.SetNX(ctx, o.Lease())
 			if err != nil {
 				return nil, err
 			}
@@ -87,8 +87,8 @@ func (m *Mutex) attempt(ctx context.Context, c *call) (result, error) {
 				return []int64{1, 0}, nil
 			}
 		}
-		return o.Run(ctx, scripts.MutexAcquire, m.kkeys, m.token, lease, id, 0, 0, o.RecordTTL(),
-			block, m.hbMS, c.wait, m.claimMS, m.keys.Channel, noHandoff).Int64Slice()
+		return o.Run(ctx, scripts.MutexAcquire, m.kkeys, m.token, o.Lease().Milliseconds(), id, 0, 0, o.RecordTTL(),
+			block, m.hbMS, c.wait, o.Claim().Milliseconds(), m.keys.Channel, noHandoff).Int64Slice()
 	})
 	fresh := 0 // masters asked whose lane was free
 	for _, i := range idx {
@@ -163,6 +163,7 @@ func (m *Mutex) attempt(ctx context.Context, c *call) (result, error) {
 		}
 	}
 
+	// Valid while every part of a majority is: within the smallest lease.
 	valid := time.Now().Before(start.Add(m.lease - watchdog.Drift(m.lease)))
 	if g >= m.quorum && valid && !gaveUp && ctx.Err() == nil {
 		h := m.newHold(start, id, state)
@@ -270,7 +271,7 @@ func (m *Mutex) leave(c *call, success bool) {
 			// With count 0, the script also deletes a key of this owner
 			// (a late grant of an attempt that failed).
 			return nil, o.Run(ctx, scripts.MutexLeave, m.kkeys, m.token, c.wait, count, m.keys.Channel,
-				m.claimMS, 0, noHandoff).Err()
+				o.Claim().Milliseconds(), 0, noHandoff).Err()
 		}
 	}
 	if success {

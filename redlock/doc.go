@@ -13,13 +13,17 @@
 //
 // The handle has one random owner token, the same on every master. Each
 // master stores the lock as a plain mutex does (one string,
-// relock:redlock:{name}, holding the token, with the lease as its TTL)
-// and runs the plain mutex's scripts. As the mutex does, a call's first
-// attempt (and each of TryLock's) sends a native SET NX PX, and the
-// acquire script only to the masters where that was refused; with the
-// mutex's double-fault cost (see package mutex): a copy of that SET still
-// queued on an abandoned connection can, after the attempt gave up, hold
-// that master for nobody until its lease ends.
+// relock:redlock:{name}, holding the token, with that master's lease as
+// its TTL) and runs the plain mutex's scripts. A master's lease is
+// relock.WithLease's, the same on every master, or else its own Client's
+// watchdog timeout: Clients with different timeouts each take and renew
+// their part with their own. The hold's validity, "the lease" below, is
+// the smallest of them. As the mutex does, a call's first attempt (and
+// each of TryLock's) sends a native SET NX PX, and the acquire script only
+// to the masters where that was refused; with the mutex's double-fault
+// cost (see package mutex): a copy of that SET still queued on an
+// abandoned connection can, after the attempt gave up, hold that master
+// for nobody until its lease ends.
 //
 //   - An attempt sends the acquire to every master at once, from one
 //     goroutine each, and decides as soon as the replies allow: it
@@ -66,11 +70,14 @@
 //     parts are alive: a majority can then no longer be confirmed before
 //     the validity ends. Lost fires, LostErr says why (the reason of the
 //     part whose loss broke the majority), and Unlock returns an error
-//     matching relock.ErrNotHeld. The lease is the smallest watchdog
-//     timeout of the masters' Clients; each watchdog renews to its own.
-//   - Unlock releases on every master at once and succeeds when a majority
-//     confirms; it waits for that longer than an attempt would (half the
-//     lease, at most 5 s), while its ctx allows.
+//     matching relock.ErrNotHeld. Each watchdog renews its part to its
+//     own lease, every third of it, whatever the other masters' Clients
+//     do.
+//   - Unlock stops the renewal of every part, releases on every master at
+//     once and succeeds when a majority confirms; it waits for that longer
+//     than an attempt would (half the lease, at most 5 s), even when its
+//     ctx has ended: a release is not cancelled by ctx. A master that does
+//     not answer keeps its part until that part's lease ends.
 //
 // # Errors
 //
@@ -150,8 +157,8 @@
 // after the attempt timeout (relock ends its ctx then, so it is not
 // resent). Each master's keys are those of a plain mutex under the kind
 // "redlock" (relock:redlock:{name}, :queue, :timeouts, and a request
-// record :r:<token> kept min(lease, 15 s)); the relock command does not
-// list this kind. Events (relock.WithObserver) of a Mutex go to the
+// record :r:<token> kept min(that master's lease, 15 s)); the relock
+// command does not list this kind. Events (relock.WithObserver) of a Mutex go to the
 // observers of its first Client; each Client's watchdog reports its own
 // failed renewal rounds.
 package redlock

@@ -24,12 +24,12 @@ const (
 // hold is one hold of a Mutex, from the Lock that took a majority to the
 // Unlock (or the loss of the majority).
 //
-// Each granting master's hold is watched by that master's Client
-// watchdog, as a plain mutex hold is: renewed in the watchdog's batches
-// (without WithLease), and declared lost there when a renewal finds the
-// key gone, or when no renewal is confirmed before its own local deadline
-// (acquire start + lease - drift, moved forward by each confirmation).
-// The hold is lost when fewer than a majority of the masters' holds are
+// Each granting master's hold (its part) is watched by that master's
+// Client watchdog, as a plain mutex hold is: renewed in the watchdog's
+// batches (without WithLease) to the part's own lease, and declared lost
+// there when a renewal finds the key gone, or when no renewal is
+// confirmed before its own local deadline (acquire start + the part's
+// lease - drift, moved forward by each confirmation). The hold is lost when fewer than a majority of the masters' holds are
 // still alive: from then on a majority of keys can no longer be counted
 // on.
 type hold struct {
@@ -71,7 +71,9 @@ func (h *hold) watchLocked(i int) {
 	h.state[i] = stHeld
 	h.alive++
 	o := &m.owners[i]
-	if o.E.WD.Add(w, h.start, m.lease, o.Watched()) {
+	// The part's own lease: what it was taken with, and what its Client's
+	// watchdog renews it to (without WithLease) at a period that fits.
+	if o.E.WD.Add(w, h.start, o.Lease(), o.Watched()) {
 		h.masterLostLocked(i, lockerr.ClosedLoss)
 	}
 }

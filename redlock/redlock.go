@@ -39,15 +39,17 @@ const noHandoff = int64(1e12)
 // every master. A Mutex is made by New, is safe for concurrent use and
 // must not be copied. It is not reentrant.
 type Mutex struct {
-	name    string
-	token   string
-	owners  []core.Owner // one per master, all with token
-	keys    core.Keys
-	kkeys   []string      // the KEYS of the mutex scripts (the same on every master)
-	quorum  int           // len(owners)/2 + 1
-	lease   time.Duration // what an acquire sets: the smallest lease of the masters
+	name   string
+	token  string
+	owners []core.Owner // one per master, all with token
+	keys   core.Keys
+	kkeys  []string // the KEYS of the mutex scripts (the same on every master)
+	quorum int      // len(owners)/2 + 1
+	// lease is the hold's validity: the smallest of its parts' leases
+	// (each master's part is taken with its own owner's Lease, what its
+	// Client's watchdog renews it to).
+	lease   time.Duration
 	timeout time.Duration // how long one attempt waits for the masters' replies
-	claimMS int64         // of the queue entries (never used: no grants)
 	hbMS    int64
 	err     error // constructor-time
 
@@ -72,11 +74,16 @@ type Mutex struct {
 // Any number of masters is accepted; the majority is len(clients)/2+1.
 // Use an odd number (3 or 5): 4 masters tolerate one failure, as 3 do.
 //
-// The lease is relock.WithLease's, or else the smallest watchdog timeout
-// of the Clients (whose watchdogs renew it). The attempt timeout, how long
-// an attempt waits for a master's reply, is a tenth of the lease, within
-// [100 ms, 1 s] and at most a third of the lease. An Unlock waits longer
-// for a majority to confirm: up to half the lease, at most 5 s.
+// With relock.WithLease, every master's part of a hold gets that lease.
+// Without, each part gets its own Client's watchdog timeout, which that
+// Client's watchdog renews it to (Clients with different timeouts are
+// fine: each part is renewed at a third of its own lease). The lease
+// below, the hold's validity, is the smallest of them: an acquire is
+// valid when a majority granted it within that time (less the time taken
+// and the drift). The attempt timeout, how long an attempt waits for a
+// master's reply, is a tenth of the lease, within [100 ms, 1 s] and at
+// most a third of the lease. An Unlock waits longer for a majority to
+// confirm: up to half the lease, at most 5 s.
 func New(clients []*relock.Client, name string, opts ...relock.LockOption) *Mutex {
 	m := &Mutex{name: name, keys: core.NewKeys(Kind, name), quorum: len(clients)/2 + 1}
 	m.kkeys = []string{m.keys.Lock, m.keys.Fence, "", m.keys.Queue, m.keys.Timeouts}
@@ -129,7 +136,6 @@ func (m *Mutex) init(clients []*relock.Client, opts []func(*core.LockConfig)) er
 	}
 	m.timeout = attemptTimeout(m.lease)
 	m.lanes = make([]lane, len(m.owners))
-	m.claimMS = o.Claim().Milliseconds()
 	m.hbMS = o.Heartbeat().Milliseconds()
 	return nil
 }
@@ -237,12 +243,14 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 // or when the releases show that fewer than a majority of the masters
 // still had it. When too few masters answered to tell, it returns an error
 // matching ErrNoQuorum. In every case the hold ends: what the masters
-// that did not answer still keep expires within one lease.
+// that did not answer still keep expires within their lease (each
+// master's own, see New).
 //
-// The releases are sent even if ctx has ended (a hold must not outlive its
-// Unlock for longer than necessary). Unlock waits for their replies while
-// ctx allows: until a majority confirmed (and then as long again for the
-// others), at most half the lease and 5 s (see New).
+// The release is not cancelled by ctx: it is sent and waited for even when
+// ctx has ended (ctx's values are kept), until a majority confirmed (and
+// then as long again for the others), for at most half the lease and 5 s
+// (see New). The renewals of every master's part stop when Unlock is
+// called, whatever its outcome.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	if m.err != nil {
 		return m.errorf("unlock", m.err)
@@ -269,21 +277,23 @@ func (m *Mutex) unlock(ctx context.Context) (*core.Event, error) {
 		}
 	}
 	id := m.nextID()
-	// Sent whatever ctx says; those not waited for still run after Unlock
-	// returns (each bounded by the release timeout).
+	// Sent and waited for whatever ctx says (detached from its
+	// cancellation, bounded by the release timeout); those not waited for
+	// still run after Unlock returns, each bounded the same way.
 	wait := releaseTimeout(m.lease)
-	rd := m.send(context.WithoutCancel(ctx), idx, wait, func(ctx context.Context, i int, o *core.Owner) ([]int64, error) {
+	rctx := context.WithoutCancel(ctx)
+	rd := m.send(rctx, idx, wait, func(ctx context.Context, i int, o *core.Owner) ([]int64, error) {
 		if state[i] == stUnknown {
 			// Its acquire may still land: abort it, which also refuses
 			// a late copy.
 			n, err := m.abort(ctx, o, h.req)
 			return []int64{n}, err
 		}
-		n, err := o.Run(ctx, scripts.MutexRelease, m.kkeys, m.token, id, m.lease.Milliseconds(), o.RecordTTL(),
+		n, err := o.Run(ctx, scripts.MutexRelease, m.kkeys, m.token, id, o.Lease().Milliseconds(), o.RecordTTL(),
 			m.keys.Channel, 0, noHandoff).Int64()
 		return []int64{n}, err
 	})
-	got, _ := rd.collect(ctx, len(idx), wait, func(got []reply) (bool, bool) {
+	got, _ := rd.collect(rctx, len(idx), wait, func(got []reply) (bool, bool) {
 		k := 0
 		for _, r := range got {
 			if r.err == nil && r.val[0] == 1 {
@@ -319,9 +329,6 @@ func (m *Mutex) unlock(ctx context.Context) (*core.Event, error) {
 		if !replied[i] {
 			errs = append(errs, m.masterErr(i, errNoReply(wait)))
 		}
-	}
-	if err := ctx.Err(); err != nil && released < m.quorum && notHeld <= len(m.owners)-m.quorum {
-		errs = append(errs, err)
 	}
 	switch {
 	case released >= m.quorum:

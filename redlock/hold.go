@@ -29,9 +29,9 @@ const (
 // batches (without WithLease) to the part's own lease, and declared lost
 // there when a renewal finds the key gone, or when no renewal is
 // confirmed before its own local deadline (acquire start + the part's
-// lease - drift, moved forward by each confirmation). The hold is lost when fewer than a majority of the masters' holds are
-// still alive: from then on a majority of keys can no longer be counted
-// on.
+// lease - drift, moved forward by each confirmation). The hold is lost
+// when fewer than a majority of the masters' holds are still alive: from
+// then on a majority of keys can no longer be counted on.
 type hold struct {
 	m     *Mutex
 	start time.Time // when the granting attempt was sent

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/redistest"
 	"github.com/relock-go/relock/internal/shard"
 )
@@ -256,4 +257,28 @@ func ClusterReleaseMidMigration(t *testing.T, k Kind) {
 	require.NoError(t, await(t, waits, 5*time.Second, "the waiter's Lock"), "the waiter's Lock")
 	require.NoError(t, w.Unlock(ctx))
 	assert.Empty(t, leftKeys(t, s, base), "keys left after every holder and waiter is gone")
+
+	// A Lock whose ctx ends while its slot migrates: its attempt is
+	// refused until then, and its clean-up (the abort of that attempt,
+	// then leaving the queue), refused too, is resent within one window
+	// of core.ReleaseTimeout in all (it took two, 10 s).
+	require.NoError(t, h.Lock(ctx))
+	require.NoError(t, redistest.BeginMigration(ctx, slot, b, a))
+	impatient := k.waiter(wc, name, relock.WithHeartbeat(time.Second))
+	wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	start := time.Now()
+	err = impatient.Lock(wctx)
+	took := time.Since(start)
+	cancel()
+	t.Logf("a Lock whose ctx ended mid-migration returned after %v: %v", took.Round(time.Millisecond), err)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.ErrorIs(t, err, relock.ErrNotObtained)
+	assert.Less(t, took, 300*time.Millisecond+core.ReleaseTimeout+time.Second,
+		"the clean-up after the ctx ended took more than one window")
+	require.NoError(t, redistest.FinishMigration(ctx, slot, b, a, 0))
+	require.NoError(t, h.Unlock(ctx))
+	// What the clean-up could not undo lapses within the waiter's
+	// heartbeat.
+	require.Eventually(t, func() bool { return len(leftKeys(t, s, base)) == 0 }, 5*time.Second, 100*time.Millisecond,
+		"keys left after every holder and waiter is gone: %v", leftKeys(t, s, base))
 }

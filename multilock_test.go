@@ -329,6 +329,27 @@ func TestMultiLockLost(t *testing.T) {
 	})
 }
 
+// TestMultiLockUnlockEndedCtx: an Unlock whose ctx has ended releases
+// every part (a deferred Unlock in a handler whose client went away).
+func TestMultiLockUnlockEndedCtx(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := testCtx(t)
+		c, _ := redistest.NewClient(t, s)
+		name := redistest.Name(t)
+		parts := []relock.Locker{mutex.New(c, name+".a"), reentrant.New(c, name+".b"),
+			fair.New(c, name+".c"), rwlock.New(c, name+".d")}
+		m := relock.MultiLock(parts...)
+		require.NoError(t, m.Lock(ctx))
+		ended, cancel := context.WithCancel(ctx)
+		cancel()
+		require.NoError(t, m.Unlock(ended), "Unlock with an ended ctx")
+		for _, l := range parts {
+			assert.True(t, free(t, c, l), "%s %s is still held", l.Kind(), l.Name())
+		}
+		assert.Empty(t, lockKeys(t, s, name), "keys left")
+	})
+}
+
 func TestMultiLockUnlockRetried(t *testing.T) {
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		// One part's Unlock loses its reply: the Multi still holds that

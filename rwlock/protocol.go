@@ -3,7 +3,6 @@ package rwlock
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/lockerr"
@@ -46,9 +45,9 @@ func (p *protocol) Refuse(r *core.Request) error {
 	return nil
 }
 
-// Claim is the lease of a write lock granted to this handle while it
-// waits for it (readers are woken, not granted).
-func (p *protocol) Claim() time.Duration { return p.o.Claim() }
+// Grants: a write lock is granted to a waiting writer (readers are woken,
+// not granted).
+func (p *protocol) Grants() bool { return true }
 
 func (p *protocol) Acquire(ctx context.Context, r *core.Request) ([]int64, error) {
 	o := p.o
@@ -59,24 +58,24 @@ func (p *protocol) Acquire(ctx context.Context, r *core.Request) ([]int64, error
 			wait = r.WaitID() // only writers queue
 		}
 	}
-	return o.Run(ctx, scripts.RWAcquire, p.keys, o.Token, o.Lease().Milliseconds(), r.ID,
-		r.Held[core.Read], r.Held[core.Write], p.fencing(), o.RecordTTL(),
+	return o.Run(ctx, scripts.RWAcquire, p.keys, o.Token, r.Lease.Milliseconds(), r.ID,
+		r.Held[core.Read], r.Held[core.Write], p.fencing(), r.RecordTTL(),
 		kindOf(r.Class), blocking, o.Heartbeat().Milliseconds(), wait,
-		p.Claim().Milliseconds(), o.Keys.Channel).Int64Slice()
+		r.Claim.Milliseconds(), o.Keys.Channel).Int64Slice()
 }
 
 func (p *protocol) Release(ctx context.Context, r *core.Request) (int64, error) {
 	o := p.o
 	left := r.Left()
-	return o.Run(ctx, scripts.RWRelease, p.keys, o.Token, r.ID, o.Lease().Milliseconds(),
-		o.RecordTTL(), o.Keys.Channel, kindOf(r.Class), left[core.Read], left[core.Write]).Int64()
+	return o.Run(ctx, scripts.RWRelease, p.keys, o.Token, r.ID, r.Lease.Milliseconds(),
+		r.RecordTTL(), o.Keys.Channel, kindOf(r.Class), left[core.Read], left[core.Write]).Int64()
 }
 
 func (p *protocol) Abort(ctx context.Context, r *core.Request) error {
 	o := p.o
 	// A hold the abort could not undo expires within a lease (the
 	// handle's next acquire from zero holds also drops it).
-	return o.Run(ctx, scripts.RWAbort, p.keys, o.Token, r.ID, o.RecordTTL(), o.Keys.Channel,
+	return o.Run(ctx, scripts.RWAbort, p.keys, o.Token, r.ID, r.RecordTTL(), o.Keys.Channel,
 		kindOf(r.Class), r.Held[core.Read], r.Held[core.Write]).Err()
 }
 
@@ -86,7 +85,7 @@ func (p *protocol) Leave(ctx context.Context, r *core.Request) error {
 	}
 	o := p.o
 	return o.Run(ctx, scripts.RWLeave, p.keys, o.Token, r.WaitID(), r.Held[core.Read], r.Held[core.Write],
-		o.Keys.Channel, p.Claim().Milliseconds(), p.fencing()).Err()
+		o.Keys.Channel, r.Claim.Milliseconds(), p.fencing()).Err()
 }
 
 func (l *RWMutex) counts(ctx context.Context) (r, w int, err error) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -38,8 +37,8 @@ func newProtocol(o *core.Owner, permits int) *protocol {
 
 func (p *protocol) Refuse(*core.Request) error { return nil }
 
-// Claim is the lease of permits granted to this handle while it waits.
-func (p *protocol) Claim() time.Duration { return p.o.Claim() }
+// Grants: permits are granted to a handle while it waits.
+func (p *protocol) Grants() bool { return true }
 
 func (p *protocol) Acquire(ctx context.Context, r *core.Request) ([]int64, error) {
 	o := p.o
@@ -47,28 +46,28 @@ func (p *protocol) Acquire(ctx context.Context, r *core.Request) ([]int64, error
 	if r.Block {
 		block = 1
 	}
-	res, err := o.Run(ctx, scripts.SemAcquire, p.keys, o.Token, o.Lease().Milliseconds(), r.ID,
-		r.Held[core.Units], r.N, p.permits, o.RecordTTL(), block, o.Heartbeat().Milliseconds(),
-		r.WaitID(), p.Claim().Milliseconds(), o.Keys.Channel).Int64Slice()
+	res, err := o.Run(ctx, scripts.SemAcquire, p.keys, o.Token, r.Lease.Milliseconds(), r.ID,
+		r.Held[core.Units], r.N, p.permits, r.RecordTTL(), block, o.Heartbeat().Milliseconds(),
+		r.WaitID(), r.Claim.Milliseconds(), o.Keys.Channel).Int64Slice()
 	return res, p.mismatch(err)
 }
 
 func (p *protocol) Release(ctx context.Context, r *core.Request) (int64, error) {
 	o := p.o
-	return o.Run(ctx, scripts.SemRelease, p.keys, o.Token, r.ID, o.Lease().Milliseconds(), o.RecordTTL(),
+	return o.Run(ctx, scripts.SemRelease, p.keys, o.Token, r.ID, r.Lease.Milliseconds(), r.RecordTTL(),
 		o.Keys.Channel, r.N, r.Left()[core.Units], p.permits).Int64()
 }
 
 func (p *protocol) Abort(ctx context.Context, r *core.Request) error {
 	o := p.o
-	return o.Run(ctx, scripts.SemAbort, p.keys, o.Token, r.ID, o.RecordTTL(), o.Keys.Channel,
+	return o.Run(ctx, scripts.SemAbort, p.keys, o.Token, r.ID, r.RecordTTL(), o.Keys.Channel,
 		r.Held[core.Units], p.permits).Err()
 }
 
 func (p *protocol) Leave(ctx context.Context, r *core.Request) error {
 	o := p.o
 	return o.Run(ctx, scripts.SemLeave, p.keys, o.Token, r.WaitID(), r.Held[core.Units],
-		p.Claim().Milliseconds(), r.N, o.Keys.Channel, p.permits).Err()
+		r.Claim.Milliseconds(), r.N, o.Keys.Channel, p.permits).Err()
 }
 
 // capacityPrefix starts the error reply of a script that found the

@@ -22,6 +22,7 @@ type call struct {
 	op    string          // names the call in errors
 	class Class
 	n     int
+	lease time.Duration // asked for this call (LockFor...); 0: the handle's
 	block bool
 	begin time.Time
 	first bool
@@ -98,7 +99,27 @@ func (c *call) waitID() string {
 }
 
 func (c *call) request() *Request {
-	return &Request{Class: c.class, N: c.n, Held: c.h.held, Block: c.block, First: c.first, call: c}
+	h := c.h
+	r := &Request{Class: c.class, N: c.n, Held: h.held, Block: c.block, First: c.first, call: c}
+	switch {
+	case h.held.Zero() && c.lease > 0:
+		// A new hold with a lease of its own: fixed, never renewed.
+		r.Lease = c.lease
+	case h.held.Zero():
+		r.Lease, r.Watched = h.Lease(), h.Watched()
+	case c.lease == 0:
+		r.Lease, r.Watched = h.lease, h.watched
+	case h.watched:
+		// A re-entry with a lease of a hold the watchdog renews: as
+		// Extend, at least that lease from now on.
+		r.Lease, r.Watched = max(c.lease, h.lease), true
+	default:
+		r.Lease = c.lease
+	}
+	if h.proto.Grants() {
+		r.Claim = min(r.Lease, h.Heartbeat()/2)
+	}
+	return r
 }
 
 // Attempt is one acquire attempt (Waiter).
@@ -192,7 +213,7 @@ func (c *call) gaveUp(ctx context.Context) error {
 // Addr is the call's address for grants (Waiter): its wait id, when its
 // lock type grants.
 func (c *call) Addr() string {
-	if c.h.proto.Claim() == 0 {
+	if !c.h.proto.Grants() {
 		return ""
 	}
 	return c.waitID()
@@ -218,15 +239,15 @@ func (c *call) accept(ctx context.Context, data string) bool {
 	f, u, _ := strings.Cut(data, "|")
 	fence, ferr := strconv.ParseInt(f, 10, 64)
 	us, uerr := strconv.ParseInt(u, 10, 64)
-	claim := h.proto.Claim()
+	r := c.request()
+	claim := r.Claim
 	// With WithSyncReplicas a grant is taken only by an attempt, which
 	// waits for the replicas on its own connection.
 	if ferr != nil || uerr != nil || us <= c.refusedUs || c.asked.IsZero() || h.sent != c.sent || h.Cfg.SyncReplicas > 0 ||
 		c.gaveUp(ctx) != nil || h.lost != nil || !h.held.Zero() ||
-		time.Since(c.asked) >= claim-watchdog.Drift(claim) {
+		claim == 0 || time.Since(c.asked) >= claim-watchdog.Drift(claim) {
 		return false
 	}
-	r := c.request()
 	h.grantedLocked(r, c.begin, c.asked, fence, claim)
 	return true
 }
@@ -255,6 +276,12 @@ func (h *Holder) grantedLocked(r *Request, begin, start time.Time, fence int64, 
 		h.hold.Replicas, h.hold.ReplicaWait = h.Cfg.SyncReplicas, h.Cfg.SyncTimeout
 		h.last = h.hold
 		h.since = time.Now()
+		h.watched = r.Watched
+		scope := NewScope()
+		h.scope = scope
+		// A loss the watchdog declares ends the hold's contexts at once
+		// (and is reported to the observers), before Lost fires.
+		h.hold.OnLost = func(cause error) { scope.End(cause) }
 		if h.E.Observing() {
 			ev := h.event(EventAcquired, r.Class, nil)
 			ev.Wait = h.since.Sub(begin)
@@ -263,6 +290,7 @@ func (h *Holder) grantedLocked(r *Request, begin, start time.Time, fence int64, 
 			lost.Mode = ""
 			since := h.since
 			h.hold.OnLost = func(cause error) {
+				scope.End(cause)
 				ev := lost
 				ev.Held, ev.Err = time.Since(since), cause
 				h.E.Emit(ev)
@@ -273,13 +301,14 @@ func (h *Holder) grantedLocked(r *Request, begin, start time.Time, fence int64, 
 		h.fence[r.Class] = fence
 	}
 	h.held[r.Class] += r.N
+	h.lease = r.Lease
 	h.needLocked(h.held)
 	var lost bool
 	if claim > 0 {
-		lost = h.E.WD.Claim(h.hold, start, claim, h.Lease(), h.Watched())
+		lost = h.E.WD.Claim(h.hold, start, claim, h.lease, h.watched)
 	} else {
 		// A grant (new or re-entered) set the lease to its full length.
-		lost = h.E.WD.Add(h.hold, start, h.Lease(), h.Watched())
+		lost = h.E.WD.Add(h.hold, start, h.lease, h.watched)
 	}
 	if lost {
 		h.lostLocked(lockerr.ClosedLoss)

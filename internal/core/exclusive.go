@@ -108,7 +108,7 @@ func (p *exclusive) Refuse(r *Request) error {
 	return nil
 }
 
-func (p *exclusive) Claim() time.Duration { return p.o.Claim() }
+func (p *exclusive) Grants() bool { return true }
 
 func (p *exclusive) fencing() int {
 	if p.o.Cfg.Fencing {
@@ -120,7 +120,7 @@ func (p *exclusive) fencing() int {
 func (p *exclusive) Acquire(ctx context.Context, r *Request) ([]int64, error) {
 	o := p.o
 	if r.First && p.scripts.SetNX && !o.Cfg.Fencing && r.Held[Units] == 0 {
-		ok, err := o.SetNX(ctx, o.Lease())
+		ok, err := o.SetNX(ctx, r.Lease)
 		if err != nil {
 			return nil, err
 		}
@@ -132,26 +132,26 @@ func (p *exclusive) Acquire(ctx context.Context, r *Request) ([]int64, error) {
 	if r.Block {
 		block = 1
 	}
-	return o.Run(ctx, p.scripts.Acquire, p.keys, o.Token, o.Lease().Milliseconds(), r.ID, r.Held[Units],
-		p.fencing(), o.RecordTTL(), block, o.Heartbeat().Milliseconds(), r.WaitID(),
-		p.Claim().Milliseconds(), p.ext.Push, StarvationThreshold.Milliseconds()).Int64Slice()
+	return o.Run(ctx, p.scripts.Acquire, p.keys, o.Token, r.Lease.Milliseconds(), r.ID, r.Held[Units],
+		p.fencing(), r.RecordTTL(), block, o.Heartbeat().Milliseconds(), r.WaitID(),
+		r.Claim.Milliseconds(), p.ext.Push, StarvationThreshold.Milliseconds()).Int64Slice()
 }
 
 func (p *exclusive) Release(ctx context.Context, r *Request) (int64, error) {
 	o := p.o
 	left := r.Left()[Units]
-	return o.Run(ctx, p.scripts.Release, p.keys, o.Token, r.ID, o.Lease().Milliseconds(), o.RecordTTL(),
+	return o.Run(ctx, p.scripts.Release, p.keys, o.Token, r.ID, r.Lease.Milliseconds(), r.RecordTTL(),
 		p.ext.Push, left, StarvationThreshold.Milliseconds()).Int64()
 }
 
 func (p *exclusive) Abort(ctx context.Context, r *Request) error {
 	o := p.o
-	return o.Run(ctx, p.scripts.Abort, p.keys, o.Token, r.ID, o.RecordTTL(), p.ext.Push, r.Held[Units],
+	return o.Run(ctx, p.scripts.Abort, p.keys, o.Token, r.ID, r.RecordTTL(), p.ext.Push, r.Held[Units],
 		StarvationThreshold.Milliseconds()).Err()
 }
 
 func (p *exclusive) Leave(ctx context.Context, r *Request) error {
 	o := p.o
 	return o.Run(ctx, p.scripts.Leave, p.keys, o.Token, r.WaitID(), r.Held[Units], p.ext.Push,
-		p.Claim().Milliseconds(), p.fencing(), StarvationThreshold.Milliseconds()).Err()
+		r.Claim.Milliseconds(), p.fencing(), StarvationThreshold.Milliseconds()).Err()
 }

@@ -48,6 +48,14 @@ type Request struct {
 	Held  Counts // the handle's units before the request
 	Block bool   // acquire: the caller waits if refused (may queue)
 	First bool   // acquire: the first attempt of its acquire call
+	// Lease is what the request sets the hold's lease to (an acquire, a
+	// partial release); Watched, whether the watchdog renews the hold
+	// (decided by the acquire that begins it). Claim is the lease of a
+	// grant pushed to this acquire call (0 for a lock type that never
+	// grants): a fraction of the heartbeat, at most Lease.
+	Lease   time.Duration
+	Watched bool
+	Claim   time.Duration
 
 	call *call  // the acquire call, for WaitID
 	op   string // a release's operation, for errors when it is resent
@@ -74,6 +82,12 @@ func (r *Request) Left() Counts {
 // Final reports whether release r gives back the handle's last unit.
 func (r *Request) Final() bool { return r.Left().Zero() }
 
+// RecordTTL is how long the request's record is kept, in milliseconds:
+// long enough to cover go-redis's resends of the request, and no longer
+// than its lease, so nothing outlives the lock by more than one lease (see
+// MaxRecordTTL).
+func (r *Request) RecordTTL() int64 { return min(r.Lease, MaxRecordTTL).Milliseconds() }
+
 // Protocol is what a lock type sends to Redis for one handle: its scripts
 // and their arguments. Replies follow one convention across lock types.
 type Protocol interface {
@@ -97,10 +111,10 @@ type Protocol interface {
 	// queue; a grant made to it that the handle did not take (r.Held says
 	// what the handle holds) is passed on to the next waiter.
 	Leave(ctx context.Context, r *Request) error
-	// Claim is the lease with which a release grants the lock to this
-	// handle while it waits (its first renewal then sets the full lease),
-	// or 0 if the lock type never grants.
-	Claim() time.Duration
+	// Grants reports whether a release may grant the lock to this handle
+	// while it waits (with the call's claim lease, Request.Claim, which
+	// its first renewal turns into the full lease).
+	Grants() bool
 }
 
 // Refusal codes in the second element of an acquire reply.
@@ -131,9 +145,12 @@ type Holder struct {
 
 	mu      sync.Mutex
 	held    Counts
+	lease   time.Duration // of the current hold (see Request.Lease)
+	watched bool          // the current hold is renewed by the watchdog
 	fence   [classes]int64 // fencing token of the hold of each class
 	hold    *watchdog.Hold // while the handle holds anything not lost
 	last    *watchdog.Hold // the most recent hold, for Lost and LostErr
+	scope   *Scope         // the contexts of the most recent hold (HoldContext)
 	lost    error          // why the counted holds were lost; nil when not
 	pending *Request       // a release whose outcome is unknown
 	sent    uint64         // requests sent to Redis by any call of the handle
@@ -234,6 +251,7 @@ func (h *Holder) lostLocked(cause error) {
 // to find out (see releaseLocked).
 func (h *Holder) markLostLocked(cause error) {
 	h.hold = nil
+	h.scope.End(cause)
 	if p := h.pending; p == nil || !p.Final() {
 		h.pending = nil
 	}
@@ -319,13 +337,15 @@ func (h *Holder) releaseLocked(ctx context.Context, op string, class Class, n in
 	}
 	r := h.pending
 	if r == nil {
-		r = &Request{ID: h.NextRequest(), Class: class, N: n, Held: h.held, op: op}
+		r = &Request{ID: h.NextRequest(), Class: class, N: n, Held: h.held, Lease: h.lease, Watched: h.watched, op: op}
 	}
 	final := r.Final()
 	if final {
 		// Stop renewing before the release is sent, so no renewal can
-		// follow a completed unlock.
+		// follow a completed unlock; the caller ended the hold, and so
+		// its contexts, whatever the outcome.
 		h.E.WD.Remove(h.hold)
+		h.scope.End(context.Canceled)
 	} else {
 		h.needLocked(r.Left())
 	}
@@ -362,7 +382,7 @@ func (h *Holder) releaseLocked(ctx context.Context, op string, class Class, n in
 	hold := h.hold
 	if !final {
 		// The handle keeps holds, whose lease the release restarted.
-		if h.E.WD.Add(hold, start, h.Lease(), h.Watched()) {
+		if h.E.WD.Add(hold, start, h.lease, h.watched) {
 			h.lostLocked(lockerr.ClosedLoss)
 		}
 		return nil
@@ -389,6 +409,26 @@ func (h *Holder) LostErr() error {
 		return nil
 	}
 	return h.E.WD.Err(h.last)
+}
+
+// HoldContext returns a context derived from parent that is cancelled when
+// the handle's current hold ends: with the loss as its cause (LostErr's
+// error) when it is lost, at the same moment as Lost fires; with cause
+// context.Canceled when the handle's last unit is released (the final
+// release is called, whatever its outcome). When the handle holds nothing
+// (or has lost it), the context is cancelled already, with cause
+// lockerr.NotHeld (or the loss).
+func (h *Holder) HoldContext(parent context.Context) context.Context {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.syncLostLocked()
+	switch {
+	case h.lost != nil:
+		return Ended(parent, h.lost)
+	case h.hold == nil || h.held.Zero() || h.scope == nil:
+		return Ended(parent, lockerr.NotHeld)
+	}
+	return h.scope.Context(parent)
 }
 
 // Held returns the units of class the handle holds as far as it knows

@@ -116,9 +116,7 @@ func (o *Owner) NextRequest() string {
 // answers 0 and its Unlock reports a loss, which is spurious but safe.
 const MaxRecordTTL = 15 * time.Second
 
-// RecordTTL is how long a request record is kept, in milliseconds: long
-// enough to cover go-redis's resends of the request, and no longer than a
-// lease, so nothing outlives the lock by more than one lease.
+// RecordTTL is Request.RecordTTL for a request with the owner's lease.
 //
 // Records are kept whether or not the client resends: the handle itself
 // resends a release whose reply was lost, and the abort of an acquire

@@ -165,8 +165,9 @@ func New(rdb redis.UniversalClient, lease time.Duration, onRoundFailed func(hold
 func (w *Watchdog) Lease() time.Duration { return w.lease }
 
 // Add watches h, whose acquire was sent at start with the given lease. With
-// renew, the watchdog renews it to its own lease from now on; without, it
-// only declares it lost at start+lease-Drift(lease). Adding a hold that is
+// renew, the watchdog renews it to that lease (normally its own, Lease)
+// every period from now on; without, it only declares it lost at
+// start+lease-Drift(lease). Adding a hold that is
 // already watched moves its deadline (a re-entry that reset the lease).
 // On a closed watchdog it declares h lost instead, like Lose, and reports
 // true.
@@ -184,9 +185,6 @@ func (w *Watchdog) Add(h *Hold, start time.Time, lease time.Duration, renew bool
 		return
 	}
 	h.active, h.renew, h.lease, h.lapsed = true, renew, lease, false
-	if renew {
-		h.lease = w.lease
-	}
 	w.holds[h] = struct{}{}
 	w.setDeadlineLocked(h, deadline)
 	return false

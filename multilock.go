@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/lockerr"
 )
 
@@ -99,15 +100,31 @@ func MultiLock(locks ...Locker) *Multi {
 // error matches ErrNotObtained and ctx.Err(), like Lock; or any other
 // error of the part, which it wraps), the parts taken by this call are
 // released, in reverse order, before Lock returns.
-func (m *Multi) Lock(ctx context.Context) error {
-	if m.err != nil {
-		return fmt.Errorf("multilock: lock: %w", m.err)
+func (m *Multi) Lock(ctx context.Context) error { return m.lock(ctx, 0, false) }
+
+// LockFor is Lock with LockFor's lease for every part (see
+// mutex.Mutex.LockFor): each part must have a LockFor method (relock's
+// lock types do), or every call returns an error matching
+// ErrInvalidOption.
+func (m *Multi) LockFor(ctx context.Context, lease time.Duration) error {
+	return m.lock(ctx, lease, true)
+}
+
+func (m *Multi) lock(ctx context.Context, lease time.Duration, fixed bool) error {
+	if err := m.check(lease, fixed); err != nil {
+		return fmt.Errorf("multilock: lock: %w", err)
 	}
 	if err := m.settle(ctx, true); err != nil {
 		return fmt.Errorf("multilock: lock: %w", err)
 	}
 	for i, l := range m.locks {
-		if err := l.Lock(ctx); err != nil {
+		var err error
+		if fixed {
+			err = l.(leaser).LockFor(ctx, lease)
+		} else {
+			err = l.Lock(ctx)
+		}
+		if err != nil {
 			return m.giveBack(ctx, i, fmt.Errorf("multilock: lock: %w", err))
 		}
 	}
@@ -115,19 +132,62 @@ func (m *Multi) Lock(ctx context.Context) error {
 	return nil
 }
 
+// leaser is a Locker with per-hold leases and Extend, as relock's lock
+// types are.
+type leaser interface {
+	LockFor(ctx context.Context, lease time.Duration) error
+	TryLockFor(ctx context.Context, lease time.Duration) (bool, error)
+}
+
+// extender is a Locker whose hold can be extended.
+type extender interface {
+	Extend(ctx context.Context, d time.Duration) error
+}
+
+// check returns why a call with lease cannot be made: the Multi's
+// arguments, or with fixed (LockFor), the lease or a part without
+// LockFor.
+func (m *Multi) check(lease time.Duration, fixed bool) error {
+	if m.err != nil || !fixed {
+		return m.err
+	}
+	if err := core.CheckLease("lease", lease); err != nil {
+		return err
+	}
+	for _, l := range m.locks {
+		if _, ok := l.(leaser); !ok {
+			return fmt.Errorf("%w: %s %q has no LockFor", lockerr.InvalidOption, l.Kind(), l.Name())
+		}
+	}
+	return nil
+}
+
 // TryLock makes one attempt at each part, in canonical order: (true,
 // nil) if it took them all; (false, nil) if one is held elsewhere, or
 // (false, err) if one failed, after releasing, in reverse order, the
 // parts it took.
-func (m *Multi) TryLock(ctx context.Context) (bool, error) {
-	if m.err != nil {
-		return false, fmt.Errorf("multilock: trylock: %w", m.err)
+func (m *Multi) TryLock(ctx context.Context) (bool, error) { return m.tryLock(ctx, 0, false) }
+
+// TryLockFor is TryLock with LockFor's lease.
+func (m *Multi) TryLockFor(ctx context.Context, lease time.Duration) (bool, error) {
+	return m.tryLock(ctx, lease, true)
+}
+
+func (m *Multi) tryLock(ctx context.Context, lease time.Duration, fixed bool) (bool, error) {
+	if err := m.check(lease, fixed); err != nil {
+		return false, fmt.Errorf("multilock: trylock: %w", err)
 	}
 	if err := m.settle(ctx, true); err != nil {
 		return false, fmt.Errorf("multilock: trylock: %w", err)
 	}
 	for i, l := range m.locks {
-		ok, err := l.TryLock(ctx)
+		var ok bool
+		var err error
+		if fixed {
+			ok, err = l.(leaser).TryLockFor(ctx, lease)
+		} else {
+			ok, err = l.TryLock(ctx)
+		}
 		if err != nil {
 			return false, m.giveBack(ctx, i, fmt.Errorf("multilock: trylock: %w", err))
 		}
@@ -222,6 +282,98 @@ func (m *Multi) Lost() <-chan struct{} {
 		go h.watch()
 	}
 	return h.lost
+}
+
+// LostErr returns why the Multi's most recent hold was lost (the loss of
+// the first part, in canonical order, that was lost: an error matching
+// ErrNotHeld and its reason), or nil if it was not lost.
+func (m *Multi) LostErr() error {
+	m.mu.Lock()
+	h := m.hold
+	m.mu.Unlock()
+	if h == nil {
+		return nil
+	}
+	for _, l := range m.locks {
+		select {
+		case <-l.Lost():
+			return lossOf(l)
+		default:
+		}
+	}
+	return nil
+}
+
+// Extend sets the remaining lease of every part's hold to d, as each
+// part's Extend does (see mutex.Mutex.Extend), in canonical order, even
+// when some fail; the error joins the parts' errors (ErrNotHeld for a
+// part that was lost, say). Each part must have an Extend method
+// (relock's lock types do), or Extend returns an error matching
+// ErrInvalidOption and extends nothing.
+func (m *Multi) Extend(ctx context.Context, d time.Duration) error {
+	if m.err != nil {
+		return fmt.Errorf("multilock: extend: %w", m.err)
+	}
+	for _, l := range m.locks {
+		if _, ok := l.(extender); !ok {
+			return fmt.Errorf("multilock: extend: %w: %s %q has no Extend", lockerr.InvalidOption, l.Kind(), l.Name())
+		}
+	}
+	m.mu.Lock()
+	held := m.hold != nil && !m.hold.ended
+	m.mu.Unlock()
+	if !held {
+		return fmt.Errorf("multilock: extend: %w", lockerr.NotHeld)
+	}
+	var errs []error
+	for _, l := range m.locks {
+		if err := l.(extender).Extend(ctx, d); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("multilock: extend: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// HoldContext returns a context derived from ctx that is cancelled when
+// the Multi's current hold ends: when a part is lost (cause: that part's
+// loss), or when Unlock releases the parts (cause context.Canceled). When
+// the Multi holds nothing it is cancelled already (cause: an error
+// matching ErrNotHeld). It starts no goroutine for parts of relock's lock
+// types (one per part of another package, which it watches through its
+// Lost channel until the hold ends).
+func (m *Multi) HoldContext(ctx context.Context) context.Context {
+	m.mu.Lock()
+	h := m.hold
+	m.mu.Unlock()
+	if m.err != nil || h == nil {
+		return core.Ended(ctx, lockerr.NotHeld)
+	}
+	for _, l := range m.locks {
+		if hc, ok := l.(holdContexter); ok {
+			ctx = hc.HoldContext(ctx)
+			continue
+		}
+		pctx, cancel := context.WithCancelCause(ctx)
+		go func(l Locker) {
+			select {
+			case <-l.Lost():
+				cancel(lossOf(l))
+			case <-h.done:
+				cancel(context.Canceled)
+			case <-pctx.Done():
+			}
+		}(l)
+		ctx = pctx
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if h.ended {
+		return core.Ended(ctx, context.Canceled)
+	}
+	return ctx
 }
 
 // watch closes h.lost when a part is lost, or returns when h ends.

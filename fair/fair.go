@@ -80,12 +80,24 @@ func New(c *relock.Client, name string, opts ...relock.LockOption) *Lock {
 // the handle has left the queue. Like package reentrant's Lock, it refuses
 // a re-entry on a lost hold, and every acquire until the lost holds have
 // been unlocked, with relock.ErrNotHeld.
-func (l *Lock) Lock(ctx context.Context) error { return l.x.Lock(ctx) }
+func (l *Lock) Lock(ctx context.Context) error { return l.x.Lock(ctx, "lock", 0, false) }
+
+// LockFor is Lock for a hold with a lease of its own (see
+// mutex.Mutex.LockFor). On a re-entry it sets the hold's lease as Extend
+// does.
+func (l *Lock) LockFor(ctx context.Context, lease time.Duration) error {
+	return l.x.Lock(ctx, "lock", lease, true)
+}
+
+// TryLockFor is TryLock with LockFor's lease.
+func (l *Lock) TryLockFor(ctx context.Context, lease time.Duration) (bool, error) {
+	return l.x.TryLock(ctx, "trylock", lease, true)
+}
 
 // TryLock makes one attempt without joining the queue: (true, nil) if it
 // acquired or re-entered, (false, nil) if the lock is held or others are
 // queued for it.
-func (l *Lock) TryLock(ctx context.Context) (bool, error) { return l.x.TryLock(ctx) }
+func (l *Lock) TryLock(ctx context.Context) (bool, error) { return l.x.TryLock(ctx, "trylock", 0, false) }
 
 // Unlock gives back one hold; the final one wakes the head of the queue.
 // Without a hold it returns an error matching relock.ErrNotHeld and changes
@@ -130,6 +142,24 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 // knows: true from a successful Lock to the matching final Unlock, unless
 // the hold is known to be lost (see Lost). It asks nothing of Redis.
 func (l *Lock) Held() bool { return l.x.Held(core.Units) > 0 }
+
+// Extend sets the remaining lease of the current hold (all of its
+// re-entries) to d (see mutex.Mutex.Extend).
+func (l *Lock) Extend(ctx context.Context, d time.Duration) error {
+	return l.x.Extend(ctx, "extend", d)
+}
+
+// HoldContext returns a context derived from ctx that is cancelled when
+// the current hold ends: lost, or released by the final Unlock (see
+// mutex.Mutex.HoldContext).
+func (l *Lock) HoldContext(ctx context.Context) context.Context { return l.x.HoldContext(ctx) }
+
+// Token returns the handle's owner token (see mutex.Mutex.Token).
+func (l *Lock) Token() string { return l.x.Token }
+
+// Fingerprint returns the handle's owner fingerprint (see
+// mutex.Mutex.Fingerprint).
+func (l *Lock) Fingerprint() string { return core.Fingerprint(l.x.Token) }
 
 // LostErr returns why the handle's most recent hold was lost (see
 // mutex.Mutex.LostErr), or nil if it was not lost.

@@ -76,11 +76,27 @@ func New(c *relock.Client, name string, opts ...relock.LockOption) *Mutex {
 // mutex returns relock.ErrAlreadyHeld at once; after its hold was lost,
 // Lock returns relock.ErrNotHeld until Unlock has reported the loss (see
 // "When a hold is lost" in package relock).
-func (m *Mutex) Lock(ctx context.Context) error { return m.x.Lock(ctx) }
+func (m *Mutex) Lock(ctx context.Context) error { return m.x.Lock(ctx, "lock", 0, false) }
+
+// LockFor is Lock for a hold with a lease of its own (Redisson's
+// lock(leaseTime)): the mutex expires lease after it was acquired unless
+// it is unlocked or extended first, and the watchdog does not renew it, as
+// with relock.WithLease but for this hold only. lease must lie in [10ms,
+// 7 days]; otherwise LockFor returns an error matching
+// relock.ErrInvalidOption at once.
+func (m *Mutex) LockFor(ctx context.Context, lease time.Duration) error {
+	return m.x.Lock(ctx, "lock", lease, true)
+}
+
+// TryLockFor is TryLock with LockFor's lease.
+func (m *Mutex) TryLockFor(ctx context.Context, lease time.Duration) (bool, error) {
+	return m.x.TryLock(ctx, "trylock", lease, true)
+}
+
 
 // TryLock makes one attempt: (true, nil) if it took the mutex, (false, nil)
 // if another owner holds it. It never waits for the lock.
-func (m *Mutex) TryLock(ctx context.Context) (bool, error) { return m.x.TryLock(ctx) }
+func (m *Mutex) TryLock(ctx context.Context) (bool, error) { return m.x.TryLock(ctx, "trylock", 0, false) }
 
 // Unlock releases the mutex if this handle holds it, and wakes a waiter.
 // It returns an error matching relock.ErrNotHeld if the handle does not
@@ -95,6 +111,53 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) { return m.x.TryLock(
 // outcome cannot be known (Redis unreachable) ends with the lease at the
 // latest.
 func (m *Mutex) Unlock(ctx context.Context) error { return m.x.Unlock(ctx) }
+
+// Extend sets the remaining lease of the current hold to d, in one
+// script call that checks that this handle still holds the mutex (it
+// never recreates a lost lock, nor touches another owner's):
+//
+//   - a hold with a fixed lease (relock.WithLease, LockFor) gets d as its
+//     lease: the mutex expires d from now (sooner or later than before)
+//     unless unlocked or extended again, and Lost fires then;
+//   - a hold the watchdog renews is renewed now: it has at least d left,
+//     and the watchdog keeps it at max(d, its timeout) from then on, so
+//     a pause of this process of up to d cannot lose it.
+//
+// d must lie in [10ms, 7 days] (relock.ErrInvalidOption). When the handle
+// does not hold the mutex (never locked, unlocked, lost) Extend returns an
+// error matching relock.ErrNotHeld and sends nothing; when Redis no longer
+// has the hold as this handle's, the hold is lost (Lost fires) and the
+// error matches relock.ErrNotHeld and relock.ErrLockGone. The lease is set
+// absolutely, so a copy that Redis runs twice (go-redis resends a command
+// whose reply timed out) leaves the same lease. When Redis is unreachable
+// it returns the error and the hold keeps the deadline it had.
+func (m *Mutex) Extend(ctx context.Context, d time.Duration) error {
+	return m.x.Extend(ctx, "extend", d)
+}
+
+// HoldContext returns a context derived from ctx that is cancelled when
+// the current hold ends: when it is lost, at the moment Lost fires, with
+// LostErr's error as its cause (context.Cause: an error matching
+// relock.ErrNotHeld and relock.ErrLeaseExpired, relock.ErrLockGone or
+// relock.ErrClosed); and when Unlock is called, with cause
+// context.Canceled. Pass it to the work the lock protects, so that the
+// work stops when the hold does (relock.Do does this for you). When the
+// handle holds nothing, the context is cancelled already (cause: an error
+// matching relock.ErrNotHeld). It starts no goroutine.
+func (m *Mutex) HoldContext(ctx context.Context) context.Context { return m.x.HoldContext(ctx) }
+
+// Token returns the handle's owner token: the capability that holds and
+// releases its locks, random unless the handle was made with
+// relock.WithToken. Give it only to the code that should own what this
+// handle holds (e.g. another process that resumes the hold, see
+// relock.WithToken); relock never shows it in errors, logs, events or
+// metrics.
+func (m *Mutex) Token() string { return m.x.Token }
+
+// Fingerprint returns the handle's owner fingerprint: 8 hex digits of a
+// hash of its token, as relock's events, logs and the relock command show
+// the owner. It is safe to log.
+func (m *Mutex) Fingerprint() string { return core.Fingerprint(m.x.Token) }
 
 // Held reports whether this handle holds the mutex now, as far as it knows:
 // true from a successful Lock to its Unlock, unless the hold is known to be

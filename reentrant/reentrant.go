@@ -64,11 +64,23 @@ func New(c *relock.Client, name string, opts ...relock.LockOption) *Lock {
 // outer critical section is no longer protected. Such a handle refuses
 // every Lock until it has been unlocked as many times as it was locked
 // (see "When a hold is lost" in package relock).
-func (l *Lock) Lock(ctx context.Context) error { return l.x.Lock(ctx) }
+func (l *Lock) Lock(ctx context.Context) error { return l.x.Lock(ctx, "lock", 0, false) }
+
+// LockFor is Lock for a hold with a lease of its own (see
+// mutex.Mutex.LockFor). On a re-entry it sets the hold's lease as Extend
+// does.
+func (l *Lock) LockFor(ctx context.Context, lease time.Duration) error {
+	return l.x.Lock(ctx, "lock", lease, true)
+}
+
+// TryLockFor is TryLock with LockFor's lease.
+func (l *Lock) TryLockFor(ctx context.Context, lease time.Duration) (bool, error) {
+	return l.x.TryLock(ctx, "trylock", lease, true)
+}
 
 // TryLock makes one attempt to acquire or re-enter: (true, nil) on success,
 // (false, nil) if another owner holds the lock.
-func (l *Lock) TryLock(ctx context.Context) (bool, error) { return l.x.TryLock(ctx) }
+func (l *Lock) TryLock(ctx context.Context) (bool, error) { return l.x.TryLock(ctx, "trylock", 0, false) }
 
 // Unlock gives back one hold. A partial unlock keeps the lock and resets
 // its lease; the final one deletes it and wakes a waiter. Without a hold
@@ -112,6 +124,24 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) { return l.x.Force
 // knows: true from a successful Lock to the matching final Unlock, unless
 // the hold is known to be lost (see Lost). It asks nothing of Redis.
 func (l *Lock) Held() bool { return l.x.Held(core.Units) > 0 }
+
+// Extend sets the remaining lease of the current hold (all of its
+// re-entries) to d (see mutex.Mutex.Extend).
+func (l *Lock) Extend(ctx context.Context, d time.Duration) error {
+	return l.x.Extend(ctx, "extend", d)
+}
+
+// HoldContext returns a context derived from ctx that is cancelled when
+// the current hold ends: lost, or released by the final Unlock (see
+// mutex.Mutex.HoldContext).
+func (l *Lock) HoldContext(ctx context.Context) context.Context { return l.x.HoldContext(ctx) }
+
+// Token returns the handle's owner token (see mutex.Mutex.Token).
+func (l *Lock) Token() string { return l.x.Token }
+
+// Fingerprint returns the handle's owner fingerprint (see
+// mutex.Mutex.Fingerprint).
+func (l *Lock) Fingerprint() string { return core.Fingerprint(l.x.Token) }
 
 // LostErr returns why the handle's most recent hold was lost (see
 // mutex.Mutex.LostErr), or nil if it was not lost.

@@ -97,20 +97,37 @@ func New(c *relock.Client, name string, opts ...relock.LockOption) *RWMutex {
 // relock.ErrNotHeld, and so does every acquire of the handle until it has
 // been unlocked as many times as it was locked (see "When a hold is lost"
 // in package relock).
-func (l *RWMutex) RLock(ctx context.Context) error {
-	if err := l.h.Check(); err != nil {
+func (l *RWMutex) RLock(ctx context.Context) error { return l.rlock(ctx, 0, false) }
+
+// RLockFor is RLock for holds with a lease of their own: when the handle
+// holds nothing yet, its holds get a fixed lease (see mutex.Mutex.LockFor);
+// otherwise it sets the lease of the handle's holds as Extend does. A
+// handle's read and write holds share one lease.
+func (l *RWMutex) RLockFor(ctx context.Context, lease time.Duration) error {
+	return l.rlock(ctx, lease, true)
+}
+
+func (l *RWMutex) rlock(ctx context.Context, lease time.Duration, fixed bool) error {
+	if err := l.h.CheckAcquire(lease, fixed); err != nil {
 		return l.errorf("rlock", err)
 	}
-	return l.h.Wait(ctx, "rlock", core.Read, 1, core.WaitSpec{Channel: l.h.Keys.Channel})
+	return l.h.Wait(ctx, "rlock", core.Read, 1, lease, core.WaitSpec{Channel: l.h.Keys.Channel})
 }
 
 // TryRLock makes one attempt to take a read hold: (true, nil) on success,
 // (false, nil) if another handle holds or waits for the write lock.
-func (l *RWMutex) TryRLock(ctx context.Context) (bool, error) {
-	if err := l.h.Check(); err != nil {
+func (l *RWMutex) TryRLock(ctx context.Context) (bool, error) { return l.tryRLock(ctx, 0, false) }
+
+// TryRLockFor is TryRLock with RLockFor's lease.
+func (l *RWMutex) TryRLockFor(ctx context.Context, lease time.Duration) (bool, error) {
+	return l.tryRLock(ctx, lease, true)
+}
+
+func (l *RWMutex) tryRLock(ctx context.Context, lease time.Duration, fixed bool) (bool, error) {
+	if err := l.h.CheckAcquire(lease, fixed); err != nil {
 		return false, l.errorf("tryrlock", err)
 	}
-	return l.h.Try(ctx, "tryrlock", core.Read, 1)
+	return l.h.Try(ctx, "tryrlock", core.Read, 1, lease)
 }
 
 // RUnlock gives back one read hold. The handle's last hold (read or write)
@@ -138,11 +155,18 @@ func (l *RWMutex) RUnlock(ctx context.Context) error {
 // relock.ErrUpgrade at once. On ctx end it returns an error matching both
 // relock.ErrNotObtained and ctx.Err(), withdraws from the waiting writers
 // (waking the readers behind it) and leaves the hold counts as before.
-func (l *RWMutex) Lock(ctx context.Context) error {
-	if err := l.h.Check(); err != nil {
+func (l *RWMutex) Lock(ctx context.Context) error { return l.lock(ctx, 0, false) }
+
+// LockFor is Lock with a lease as RLockFor's.
+func (l *RWMutex) LockFor(ctx context.Context, lease time.Duration) error {
+	return l.lock(ctx, lease, true)
+}
+
+func (l *RWMutex) lock(ctx context.Context, lease time.Duration, fixed bool) error {
+	if err := l.h.CheckAcquire(lease, fixed); err != nil {
 		return l.errorf("lock", err)
 	}
-	return l.h.Wait(ctx, "lock", core.Write, 1, core.WaitSpec{
+	return l.h.Wait(ctx, "lock", core.Write, 1, lease, core.WaitSpec{
 		Channel: l.h.Keys.Channel,
 		// Each attempt is the waiting writer's heartbeat.
 		MaxWait: min(l.h.Heartbeat()/4, core.MaxWait),
@@ -153,11 +177,18 @@ func (l *RWMutex) Lock(ctx context.Context) error {
 // nil) on success, (false, nil) if another handle holds the lock. It never
 // registers as a waiting writer, so it does not hold readers back. A handle
 // that holds only read holds gets an error matching relock.ErrUpgrade.
-func (l *RWMutex) TryLock(ctx context.Context) (bool, error) {
-	if err := l.h.Check(); err != nil {
+func (l *RWMutex) TryLock(ctx context.Context) (bool, error) { return l.tryLock(ctx, 0, false) }
+
+// TryLockFor is TryLock with LockFor's lease.
+func (l *RWMutex) TryLockFor(ctx context.Context, lease time.Duration) (bool, error) {
+	return l.tryLock(ctx, lease, true)
+}
+
+func (l *RWMutex) tryLock(ctx context.Context, lease time.Duration, fixed bool) (bool, error) {
+	if err := l.h.CheckAcquire(lease, fixed); err != nil {
 		return false, l.errorf("trylock", err)
 	}
-	return l.h.Try(ctx, "trylock", core.Write, 1)
+	return l.h.Try(ctx, "trylock", core.Write, 1, lease)
 }
 
 // Unlock gives back one write hold. The last one lets other handles in
@@ -219,6 +250,45 @@ func (l *RWMutex) RemainingLease(ctx context.Context) (time.Duration, error) {
 func (l *RWMutex) ForceUnlock(ctx context.Context) (bool, error) {
 	return l.h.ForceUnlockBy(ctx, scripts.RWForceUnlock, l.p.keys, l.h.Keys.Channel)
 }
+
+// Extend sets the remaining lease of the handle's holds (read and write:
+// they share one lease) to d (see mutex.Mutex.Extend).
+func (l *RWMutex) Extend(ctx context.Context, d time.Duration) error {
+	return l.h.Extend(ctx, "extend", d)
+}
+
+// HoldContext returns a context derived from ctx that is cancelled when
+// the handle's current holds end: lost (read and write holds are lost
+// together), or released by the handle's last RUnlock or Unlock (see
+// mutex.Mutex.HoldContext).
+func (l *RWMutex) HoldContext(ctx context.Context) context.Context { return l.h.HoldContext(ctx) }
+
+// Token returns the handle's owner token (see mutex.Mutex.Token).
+func (l *RWMutex) Token() string { return l.h.Token }
+
+// Fingerprint returns the handle's owner fingerprint (see
+// mutex.Mutex.Fingerprint).
+func (l *RWMutex) Fingerprint() string { return core.Fingerprint(l.h.Token) }
+
+// RLocker returns a relock.Locker whose Lock, TryLock and Unlock are this
+// handle's RLock, TryRLock and RUnlock (as sync.RWMutex.RLocker does), for
+// relock.Do and relock.MultiLock. Its other methods are the handle's own.
+func (l *RWMutex) RLocker() relock.Locker { return rlocker{l} }
+
+// rlocker is the read side of an RWMutex as a relock.Locker.
+type rlocker struct{ l *RWMutex }
+
+func (r rlocker) Lock(ctx context.Context) error            { return r.l.RLock(ctx) }
+func (r rlocker) TryLock(ctx context.Context) (bool, error) { return r.l.TryRLock(ctx) }
+func (r rlocker) Unlock(ctx context.Context) error          { return r.l.RUnlock(ctx) }
+func (r rlocker) Lost() <-chan struct{}                     { return r.l.Lost() }
+func (r rlocker) LostErr() error                            { return r.l.LostErr() }
+func (r rlocker) Kind() string                              { return r.l.Kind() }
+func (r rlocker) Name() string                              { return r.l.Name() }
+func (r rlocker) Extend(ctx context.Context, d time.Duration) error {
+	return r.l.Extend(ctx, d)
+}
+func (r rlocker) HoldContext(ctx context.Context) context.Context { return r.l.HoldContext(ctx) }
 
 // LostErr returns why the handle's most recent holds were lost (see
 // mutex.Mutex.LostErr), or nil if they were not lost.

@@ -1051,7 +1051,8 @@ var (
 func newReader(c *relock.Client, name string, opts ...relock.LockOption) locktest.Handle {
 	l := rwlock.New(c, name, opts...)
 	return locktest.Side{Queries: l, LockFunc: l.RLock, TryLockFunc: l.TryRLock, UnlockFunc: l.RUnlock,
-		LostFunc: l.Lost, HeldFunc: l.RHeld, LostErrFunc: l.LostErr}
+		LostFunc: l.Lost, HeldFunc: l.RHeld, LostErrFunc: l.LostErr, LockForFunc: l.RLockFor,
+		Holds: l, Locker: l.RLocker()}
 }
 
 func newWriter(c *relock.Client, name string, opts ...relock.LockOption) locktest.Handle {

@@ -73,6 +73,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/relock-go/relock"
 	"github.com/relock-go/relock/internal/core"
@@ -142,11 +143,25 @@ func (s *Semaphore) check(op string, n int, release bool) error {
 // handle's permits were lost (see Lost), Acquire returns an error matching
 // relock.ErrNotHeld until they have all been released (see "When a hold
 // is lost" in package relock).
-func (s *Semaphore) Acquire(ctx context.Context, n int) error {
+func (s *Semaphore) Acquire(ctx context.Context, n int) error { return s.acquire(ctx, n, 0, false) }
+
+// AcquireFor is Acquire for permits with a lease of their own: when the
+// handle holds none yet, its permits get a fixed lease, which the watchdog
+// does not renew (as relock.WithLease, for this hold only); otherwise it
+// sets the lease of the handle's permits as Extend does. All of a handle's
+// permits share one lease. lease must lie in [10ms, 7 days].
+func (s *Semaphore) AcquireFor(ctx context.Context, n int, lease time.Duration) error {
+	return s.acquire(ctx, n, lease, true)
+}
+
+func (s *Semaphore) acquire(ctx context.Context, n int, lease time.Duration, fixed bool) error {
 	if err := s.check("acquire", n, false); err != nil {
 		return err
 	}
-	return s.h.Wait(ctx, "acquire", core.Units, n, core.WaitSpec{
+	if err := s.h.CheckAcquire(lease, fixed); err != nil {
+		return s.errorf("acquire", err)
+	}
+	return s.h.Wait(ctx, "acquire", core.Units, n, lease, core.WaitSpec{
 		Channel: s.h.Keys.Channel,
 		// Each attempt is the waiter's heartbeat.
 		MaxWait: min(s.h.Heartbeat()/4, core.MaxWait),
@@ -158,10 +173,22 @@ func (s *Semaphore) Acquire(ctx context.Context, n int) error {
 // overtakes a waiter, and never joins the queue). n must lie in [1,
 // capacity].
 func (s *Semaphore) TryAcquire(ctx context.Context, n int) (bool, error) {
+	return s.tryAcquire(ctx, n, 0, false)
+}
+
+// TryAcquireFor is TryAcquire with AcquireFor's lease.
+func (s *Semaphore) TryAcquireFor(ctx context.Context, n int, lease time.Duration) (bool, error) {
+	return s.tryAcquire(ctx, n, lease, true)
+}
+
+func (s *Semaphore) tryAcquire(ctx context.Context, n int, lease time.Duration, fixed bool) (bool, error) {
 	if err := s.check("tryacquire", n, false); err != nil {
 		return false, err
 	}
-	return s.h.Try(ctx, "tryacquire", core.Units, n)
+	if err := s.h.CheckAcquire(lease, fixed); err != nil {
+		return false, s.errorf("tryacquire", err)
+	}
+	return s.h.Try(ctx, "tryacquire", core.Units, n, lease)
 }
 
 // Release gives back n of the permits this handle holds; they go to the
@@ -237,6 +264,52 @@ func (s *Semaphore) Lost() <-chan struct{} { return s.h.Lost() }
 // error matching relock.ErrNotHeld and one of relock.ErrLeaseExpired,
 // relock.ErrLockGone or relock.ErrClosed), or nil if they were not lost.
 func (s *Semaphore) LostErr() error { return s.h.LostErr() }
+
+// Extend sets the remaining lease of the handle's permits (all of them:
+// they share one lease) to d (see mutex.Mutex.Extend).
+func (s *Semaphore) Extend(ctx context.Context, d time.Duration) error {
+	if err := s.check("extend", 1, false); err != nil {
+		return err
+	}
+	return s.h.Extend(ctx, "extend", d)
+}
+
+// HoldContext returns a context derived from ctx that is cancelled when
+// the handle's current permits end: lost (all together), or released by
+// the Release of the last of them (see mutex.Mutex.HoldContext).
+func (s *Semaphore) HoldContext(ctx context.Context) context.Context { return s.h.HoldContext(ctx) }
+
+// Token returns the handle's owner token (see mutex.Mutex.Token).
+func (s *Semaphore) Token() string { return s.h.Token }
+
+// Fingerprint returns the handle's owner fingerprint (see
+// mutex.Mutex.Fingerprint).
+func (s *Semaphore) Fingerprint() string { return core.Fingerprint(s.h.Token) }
+
+// Locker returns a relock.Locker that acquires and releases n permits of
+// this handle: its Lock is Acquire(ctx, n), TryLock TryAcquire(ctx, n),
+// Unlock Release(ctx, n), for relock.Do and relock.MultiLock; its other
+// methods are the handle's own. n must lie in [1, capacity]: otherwise
+// every call returns an error matching relock.ErrInvalidOption.
+func (s *Semaphore) Locker(n int) relock.Locker { return permits{s, n} }
+
+// permits are n permits of a Semaphore as a relock.Locker.
+type permits struct {
+	s *Semaphore
+	n int
+}
+
+func (p permits) Lock(ctx context.Context) error            { return p.s.Acquire(ctx, p.n) }
+func (p permits) TryLock(ctx context.Context) (bool, error) { return p.s.TryAcquire(ctx, p.n) }
+func (p permits) Unlock(ctx context.Context) error          { return p.s.Release(ctx, p.n) }
+func (p permits) Lost() <-chan struct{}                     { return p.s.Lost() }
+func (p permits) LostErr() error                            { return p.s.LostErr() }
+func (p permits) Kind() string                              { return "semaphore" }
+func (p permits) Name() string                              { return p.s.Name() }
+func (p permits) Extend(ctx context.Context, d time.Duration) error {
+	return p.s.Extend(ctx, d)
+}
+func (p permits) HoldContext(ctx context.Context) context.Context { return p.s.HoldContext(ctx) }
 
 // Permits returns the capacity the handle was made with.
 func (s *Semaphore) Permits() int { return s.p.permits }

@@ -883,6 +883,9 @@ func newSem1(c *relock.Client, name string, opts ...relock.LockOption) locktest.
 		LostFunc:    s.Lost,
 		HeldFunc:    func() bool { return s.Held() > 0 },
 		LostErrFunc: s.LostErr,
+		LockForFunc: func(ctx context.Context, lease time.Duration) error { return s.AcquireFor(ctx, 1, lease) },
+		Holds:       s,
+		Locker:      s.Locker(1),
 	}
 }
 

@@ -59,18 +59,19 @@ func (c *call) end() {
 }
 
 // Wait acquires n units of class, waiting on spec's channel until granted
-// or ctx ends; op names the call in errors.
-func (h *Holder) Wait(ctx context.Context, op string, class Class, n int, spec WaitSpec) error {
-	c := &call{h: h, ctx: ctx, op: op, class: class, n: n, block: true, begin: time.Now(), first: true}
+// or ctx ends; op names the call in errors. lease, if > 0, is the lease
+// the call asks for (see call.request); 0 is the handle's.
+func (h *Holder) Wait(ctx context.Context, op string, class Class, n int, lease time.Duration, spec WaitSpec) error {
+	c := &call{h: h, ctx: ctx, op: op, class: class, n: n, lease: lease, block: true, begin: time.Now(), first: true}
 	defer c.end()
 	err := h.E.Wait(ctx, spec, c)
 	h.failed(err, class, c.begin)
 	return err
 }
 
-// Try makes one attempt to acquire n units of class.
-func (h *Holder) Try(ctx context.Context, op string, class Class, n int) (bool, error) {
-	c := &call{h: h, op: op, class: class, n: n, begin: time.Now(), first: true}
+// Try makes one attempt to acquire n units of class, with lease as Wait.
+func (h *Holder) Try(ctx context.Context, op string, class Class, n int, lease time.Duration) (bool, error) {
+	c := &call{h: h, op: op, class: class, n: n, lease: lease, begin: time.Now(), first: true}
 	defer c.end()
 	ok, _, err := c.Attempt(ctx)
 	h.failed(err, class, c.begin)
@@ -301,7 +302,7 @@ func (h *Holder) grantedLocked(r *Request, begin, start time.Time, fence int64, 
 		h.fence[r.Class] = fence
 	}
 	h.held[r.Class] += r.N
-	h.lease = r.Lease
+	h.lease, h.ending = r.Lease, false
 	h.needLocked(h.held)
 	var lost bool
 	if claim > 0 {

@@ -77,20 +77,21 @@ func NewExclusive(o Owner, s Scripts, reentrant bool, watchKind string, ext Exte
 	return x
 }
 
-// Lock acquires, waiting as long as ctx allows.
-func (x *Exclusive) Lock(ctx context.Context) error {
-	if err := x.Check(); err != nil {
-		return x.errorf("lock", err)
+// Lock acquires, waiting as long as ctx allows; with fixed, for a hold of
+// that lease (LockFor), else lease is 0.
+func (x *Exclusive) Lock(ctx context.Context, op string, lease time.Duration, fixed bool) error {
+	if err := x.CheckAcquire(lease, fixed); err != nil {
+		return x.errorf(op, err)
 	}
-	return x.Wait(ctx, "lock", Units, 1, WaitSpec{Channel: x.ext.Channel, MaxWait: x.ext.MaxWait})
+	return x.Wait(ctx, op, Units, 1, lease, WaitSpec{Channel: x.ext.Channel, MaxWait: x.ext.MaxWait})
 }
 
-// TryLock makes one attempt.
-func (x *Exclusive) TryLock(ctx context.Context) (bool, error) {
-	if err := x.Check(); err != nil {
-		return false, x.errorf("trylock", err)
+// TryLock makes one attempt, with lease as Lock.
+func (x *Exclusive) TryLock(ctx context.Context, op string, lease time.Duration, fixed bool) (bool, error) {
+	if err := x.CheckAcquire(lease, fixed); err != nil {
+		return false, x.errorf(op, err)
 	}
-	return x.Try(ctx, "trylock", Units, 1)
+	return x.Try(ctx, op, Units, 1, lease)
 }
 
 // Unlock releases one hold.

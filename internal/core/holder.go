@@ -147,6 +147,7 @@ type Holder struct {
 	held    Counts
 	lease   time.Duration // of the current hold (see Request.Lease)
 	watched bool          // the current hold is renewed by the watchdog
+	ending  bool          // its final release was sent, not confirmed: no longer renewed
 	fence   [classes]int64 // fencing token of the hold of each class
 	hold    *watchdog.Hold // while the handle holds anything not lost
 	last    *watchdog.Hold // the most recent hold, for Lost and LostErr
@@ -346,6 +347,7 @@ func (h *Holder) releaseLocked(ctx context.Context, op string, class Class, n in
 		// its contexts, whatever the outcome.
 		h.E.WD.Remove(h.hold)
 		h.scope.End(context.Canceled)
+		h.ending = true
 	} else {
 		h.needLocked(r.Left())
 	}

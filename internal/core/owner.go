@@ -73,6 +73,19 @@ func (o *Owner) Check() error {
 	return o.E.Usable()
 }
 
+// CheckAcquire returns why an acquire asking for lease cannot be made:
+// Check's reasons, or, with fixed (LockFor and the like), a lease out of
+// bounds. Without fixed, lease is 0 (the owner's own).
+func (o *Owner) CheckAcquire(lease time.Duration, fixed bool) error {
+	if err := o.Check(); err != nil {
+		return err
+	}
+	if fixed {
+		return CheckLease("lease", lease)
+	}
+	return nil
+}
+
 // Lease is the lease of this owner's holds: the fixed lease if one was
 // given, else the client's watchdog lease.
 func (o *Owner) Lease() time.Duration {

@@ -23,6 +23,21 @@ type Handle interface {
 	Held() bool
 	LostErr() error
 	Fence() int64
+	// The hold as a Go value.
+	LockFor(ctx context.Context, lease time.Duration) error
+	Extend(ctx context.Context, d time.Duration) error
+	HoldContext(ctx context.Context) context.Context
+	Token() string
+	Fingerprint() string
+}
+
+// lockerOf returns h as a relock.Locker (for relock.Do): a Side's Locker,
+// or h itself.
+func lockerOf(h Handle) relock.Locker {
+	if s, ok := h.(Side); ok {
+		return s.Locker
+	}
+	return h.(relock.Locker)
 }
 
 // Queries are the operator's calls every lock type offers.
@@ -72,7 +87,36 @@ type Side struct {
 	LostFunc    func() <-chan struct{}
 	HeldFunc    func() bool
 	LostErrFunc func() error
+	LockForFunc func(ctx context.Context, lease time.Duration) error
+	// Holds is the handle's hold API (Extend, HoldContext, Token,
+	// Fingerprint), and Locker the side as a relock.Locker (an rwlock's
+	// RLocker, a semaphore's Locker(1)).
+	Holds  Holds
+	Locker relock.Locker
 }
+
+// Holds is the part of a handle's API that concerns its hold as a whole.
+type Holds interface {
+	Extend(ctx context.Context, d time.Duration) error
+	HoldContext(ctx context.Context) context.Context
+	Token() string
+	Fingerprint() string
+}
+
+// LockFor implements Handle.
+func (s Side) LockFor(ctx context.Context, lease time.Duration) error { return s.LockForFunc(ctx, lease) }
+
+// Extend implements Handle.
+func (s Side) Extend(ctx context.Context, d time.Duration) error { return s.Holds.Extend(ctx, d) }
+
+// HoldContext implements Handle.
+func (s Side) HoldContext(ctx context.Context) context.Context { return s.Holds.HoldContext(ctx) }
+
+// Token implements Handle.
+func (s Side) Token() string { return s.Holds.Token() }
+
+// Fingerprint implements Handle.
+func (s Side) Fingerprint() string { return s.Holds.Fingerprint() }
 
 // Fence implements Handle: a read hold has no fencing token.
 func (s Side) Fence() int64 { return 0 }

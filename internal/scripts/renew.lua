@@ -1,44 +1,53 @@
 -- renew: extend many holds in one round trip (the watchdog's batch), or
--- claim holds that a release granted with a short claim lease.
+-- claim holds that a release granted with a short claim lease, or extend
+-- one hold (a handle's Extend).
 -- (clock.lua is prepended.)
 --
 -- KEYS         the keys of the holds, in order: one per hold, two for a
 --              "w" or "s" hold (its hash, then its owners' sorted set)
 -- ARGV[3i-2]   kind of hold i: "m" mutex (string), "h" hash of owner counts
---              (reentrant, fair), "w" read/write lock, "s" semaphore; "s"
---              may be followed by the permits the owner must have ("s3")
+--              (reentrant, fair), "w" read/write lock, "s" semaphore; then
+--              "=" to set the lease exactly (an Extend of a fixed lease,
+--              which may shorten it); then, for "s", the permits the owner
+--              must have ("s3", "s=3")
 -- ARGV[3i-1]   owner token of hold i
 -- ARGV[3i]     lease of hold i in milliseconds (> 0)
 --
 -- Reply: array, element i is 1 if hold i was extended, 0 if this owner no
 -- longer holds that lock (it is gone or someone else's). A missing lock is
--- never recreated, and only this owner's own hold is extended.
+-- never recreated, and only this owner's own hold is extended. Without
+-- "=", a hold's remaining lease is never shortened: a renewal that was
+-- sent before an Extend to a longer lease, and runs after it, leaves that
+-- longer lease in place.
 --
--- It must never empty or delete a key: on a Redis Cluster it is sent
--- without the never-created key of the lock scripts (core.Keys.Absent), so
--- that it keeps following a migrating slot, and a key it emptied and then
--- touched again would abort it half-way at a migrating source.
+-- It must never empty or delete a key: on a Redis Cluster the watchdog
+-- sends it without the never-created key of the lock scripts
+-- (core.Keys.Absent), so that it keeps following a migrating slot, and a
+-- key it emptied and then touched again would abort it half-way at a
+-- migrating source.
 local now -- server time in ms (clock.lua), read once when a "w" or "s" hold needs it
 local out, k = {}, 1
 for i = 1, #ARGV / 3 do
-  local kind, tok, lease = ARGV[3 * i - 2], ARGV[3 * i - 1], tonumber(ARGV[3 * i])
-  local need = 1
-  if string.sub(kind, 1, 1) == 's' then
-    need = tonumber(string.sub(kind, 2)) or 1
-    kind = 's'
-  end
+  local spec, tok, lease = ARGV[3 * i - 2], ARGV[3 * i - 1], tonumber(ARGV[3 * i])
+  local kind, exact, rest = string.match(spec, '^(.)(=?)(.*)$')
+  exact = exact == '='
+  local need = tonumber(rest) or 1
   local key = KEYS[k]
   k = k + 1
   local ok = 0
   if kind == 'm' then
     local v = redis.call('GET', key)
     if v and (v == tok or string.sub(v, 1, #tok + 1) == tok .. ':') then
-      redis.call('PEXPIRE', key, lease)
+      if exact or redis.call('PTTL', key) < lease then
+        redis.call('PEXPIRE', key, lease)
+      end
       ok = 1
     end
   elseif kind == 'h' then
     if redis.call('HEXISTS', key, tok) == 1 then
-      redis.call('PEXPIRE', key, lease)
+      if exact or redis.call('PTTL', key) < lease then
+        redis.call('PEXPIRE', key, lease)
+      end
       ok = 1
     end
   elseif kind == 'w' or kind == 's' then
@@ -59,7 +68,9 @@ for i = 1, #ARGV / 3 do
     if e and held then
       now = now or server_ms()
       if tonumber(e) > now then
-        redis.call('ZADD', owners, now + lease, tok)
+        if exact or now + lease > tonumber(e) then
+          redis.call('ZADD', owners, now + lease, tok)
+        end
         for _, kk in ipairs({key, owners}) do
           if redis.call('PTTL', kk) < lease then
             redis.call('PEXPIRE', kk, lease)

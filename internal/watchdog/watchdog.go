@@ -86,6 +86,8 @@ type Hold struct {
 	leaseMS  int64
 	kindArg  string
 	sentGen  uint64
+	ext      uint64 // bumped by Extend
+	sentExt  uint64 // ext when the renewal in flight was sent
 	deadline time.Time
 	err      error
 	timer    *time.Timer
@@ -188,6 +190,60 @@ func (w *Watchdog) Add(h *Hold, start time.Time, lease time.Duration, renew bool
 	w.holds[h] = struct{}{}
 	w.setDeadlineLocked(h, deadline)
 	return false
+}
+
+// Extend takes note of an Extend of h, sent at start, that set its lease
+// at Redis to lease (exactly for a fixed lease; at least, for a hold the
+// watchdog renews, which it renews to lease from now on): its local
+// deadline becomes start+lease-Drift(lease), earlier than before for a
+// shorter fixed lease; for a renewed hold it only ever moves forward (a
+// renewal may have kept a later one). A claim due for h is no longer
+// needed. A lost hold stays lost; on a closed watchdog it declares h lost
+// instead, like Lose, and reports true.
+func (w *Watchdog) Extend(h *Hold, start time.Time, lease time.Duration) (lost bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if h.err != nil || !h.active {
+		return false
+	}
+	if w.closed {
+		return w.loseQuietLocked(h, lockerr.ClosedLoss)
+	}
+	h.lease = lease
+	h.ext++
+	deadline := start.Add(lease - Drift(lease))
+	if h.renew && !deadline.After(h.deadline) {
+		deadline = h.deadline
+	}
+	if h.claim {
+		h.claim = false
+		delete(w.claims, h)
+		if h.claimTmr != nil {
+			h.claimTmr.Stop()
+			h.claimTmr = nil
+		}
+	}
+	w.setDeadlineLocked(h, deadline)
+	return false
+}
+
+// ExtendCall returns the keys and arguments of the renew script
+// (scripts.Renew) that extends the one hold h to lease: exactly (exact, a
+// fixed lease, which may shorten it) or to at least lease. need is the
+// permits the owner of a semaphore hold must have (see SetNeed).
+func ExtendCall(h *Hold, lease time.Duration, exact bool, need int) (keys []string, args []any) {
+	kind := h.Kind
+	if exact {
+		kind += "="
+	}
+	if h.Kind == KindSemaphore {
+		kind += strconv.Itoa(need)
+	}
+	keys = []string{h.Key}
+	if h.Aux != "" {
+		keys = append(keys, h.Aux)
+	}
+	return keys, []any{kind, h.Token, lease.Milliseconds()}
 }
 
 // Claim watches h, a hold that another owner's release granted to this
@@ -477,7 +533,7 @@ func (w *Watchdog) round(claimsOnly bool) bool {
 		if !claim && (!h.renew || claimsOnly) {
 			continue
 		}
-		h.leaseMS, h.kindArg, h.sentGen = h.lease.Milliseconds(), h.Kind, h.gen
+		h.leaseMS, h.kindArg, h.sentGen, h.sentExt = h.lease.Milliseconds(), h.Kind, h.gen, h.ext
 		if h.need > 0 {
 			h.kindArg += strconv.Itoa(h.need)
 		}
@@ -571,6 +627,12 @@ func (w *Watchdog) apply(now time.Time, batches [][]*Hold, cmds []*redis.Cmd, ac
 				fail(1, fmt.Errorf("watchdog: %d of %d replicas confirmed a renewal", acks[i], h.Replicas))
 				continue
 			}
+			if res[j] == 1 && h.ext != h.sentExt {
+				// An Extend was sent meanwhile: whichever of the two ran
+				// last at Redis, the lease is at least what the Extend
+				// took note of; its deadline stands.
+				continue
+			}
 			if res[j] == 1 {
 				h.claim = false
 				delete(w.claims, h)
@@ -578,7 +640,8 @@ func (w *Watchdog) apply(now time.Time, batches [][]*Hold, cmds []*redis.Cmd, ac
 					h.claimTmr.Stop()
 					h.claimTmr = nil
 				}
-				w.setDeadlineLocked(h, now.Add(h.lease-Drift(h.lease)))
+				sent := time.Duration(h.leaseMS) * time.Millisecond
+				w.setDeadlineLocked(h, now.Add(sent-Drift(sent)))
 				continue
 			}
 			if h.gen != h.sentGen {

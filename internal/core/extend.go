@@ -1,0 +1,93 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/relock-go/relock/internal/lockerr"
+	"github.com/relock-go/relock/internal/scripts"
+	"github.com/relock-go/relock/internal/watchdog"
+)
+
+// Extend sets the remaining lease of the handle's current hold to d (op
+// names the call in errors), in one script call that checks that this
+// owner still holds the lock and never recreates it:
+//
+//   - a hold with a fixed lease (WithLease, LockFor) gets d as its lease:
+//     its TTL at Redis becomes d (longer or shorter than before), its local
+//     deadline d from now, and later re-entries and partial releases reset
+//     it to d;
+//   - a hold the watchdog renews is renewed now: it has at least d left,
+//     and the watchdog keeps renewing it to max(d, its timeout) from then
+//     on (at its usual period), so d is the most a pause of this process
+//     can last without losing it.
+//
+// When the handle holds nothing it returns an error matching
+// lockerr.NotHeld (with the cause when its hold was lost) and sends
+// nothing. When Redis no longer has the hold as this owner's, the hold is
+// lost (Lost fires) and the error matches lockerr.NotHeld and
+// lockerr.Gone; nothing of another owner's is touched. The lease is set
+// absolutely, so a copy that runs twice (go-redis's resend after a lost
+// reply) leaves the same lease. When the reply is lost, the error says so
+// and the local deadline stays where it was (the lease at Redis can only
+// be the longer).
+func (h *Holder) Extend(ctx context.Context, op string, d time.Duration) error {
+	if err := h.Check(); err != nil {
+		return h.errorf(op, err)
+	}
+	if err := CheckLease("lease", d); err != nil {
+		return h.errorf(op, err)
+	}
+	h.mu.Lock()
+	defer h.unlock()
+	if h.Cfg.SyncReplicas > 0 {
+		if err := h.pin(ctx); err != nil {
+			return h.errorf(op, err)
+		}
+		defer h.unpin()
+	}
+	h.syncLostLocked()
+	if err := h.settleLocked(ctx); err != nil {
+		return err
+	}
+	switch {
+	case h.lost != nil:
+		return h.errorf(op, h.lost)
+	case h.held.Zero() || h.hold == nil:
+		return h.errorf(op, lockerr.NotHeld)
+	case h.ending:
+		return h.errorf(op, fmt.Errorf("%w: its Unlock was called (and could not be confirmed)", lockerr.NotHeld))
+	}
+	lease, exact := d, true
+	if h.watched {
+		lease, exact = max(d, h.lease), false
+	}
+	keys, args := watchdog.ExtendCall(h.hold, lease, exact, h.held.Sum())
+	start := time.Now()
+	h.sent++
+	res, err := h.Run(ctx, scripts.Renew, keys, args...).Int64Slice()
+	if err == nil && len(res) != 1 {
+		err = fmt.Errorf("unexpected reply %v", res)
+	}
+	if err != nil {
+		return h.errorf(op, err)
+	}
+	if res[0] == 0 {
+		cause := lockerr.Loss(lockerr.Gone, "lock gone, expired or taken by another owner")
+		h.loseLocked(cause)
+		return h.errorf(op, cause)
+	}
+	if h.Cfg.SyncReplicas > 0 {
+		if err := h.waitReplicas(ctx); err != nil {
+			// Extended at the master only: the deadline stays.
+			return h.errorf(op, err)
+		}
+	}
+	h.lease = lease
+	if h.E.WD.Extend(h.hold, start, lease) {
+		h.lostLocked(lockerr.ClosedLoss)
+		return h.errorf(op, lockerr.ClosedLoss)
+	}
+	return nil
+}

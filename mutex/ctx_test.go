@@ -11,3 +11,13 @@ func TestReleaseEndedCtx(t *testing.T) { locktest.ReleaseEndedCtx(t, kind) }
 func TestReleaseUnreachable(t *testing.T) { locktest.ReleaseUnreachable(t, kind) }
 
 func TestSyncReplicasCtx(t *testing.T) { locktest.SyncReplicasCtx(t, kind) }
+
+func TestHoldContext(t *testing.T) { locktest.HoldContext(t, kind) }
+
+func TestHoldContextUnreachable(t *testing.T) { locktest.HoldContextUnreachable(t, kind) }
+
+func TestDo(t *testing.T) { locktest.Do(t, kind) }
+
+func TestExtend(t *testing.T) { locktest.Extend(t, kind) }
+
+func TestLockFor(t *testing.T) { locktest.LockFor(t, kind) }

@@ -11,3 +11,13 @@ func TestReleaseEndedCtx(t *testing.T) { sides(t, locktest.ReleaseEndedCtx) }
 func TestReleaseUnreachable(t *testing.T) { sides(t, locktest.ReleaseUnreachable) }
 
 func TestSyncReplicasCtx(t *testing.T) { sides(t, locktest.SyncReplicasCtx) }
+
+func TestHoldContext(t *testing.T) { sides(t, locktest.HoldContext) }
+
+func TestHoldContextUnreachable(t *testing.T) { sides(t, locktest.HoldContextUnreachable) }
+
+func TestDo(t *testing.T) { sides(t, locktest.Do) }
+
+func TestExtend(t *testing.T) { sides(t, locktest.Extend) }
+
+func TestLockFor(t *testing.T) { sides(t, locktest.LockFor) }

@@ -11,3 +11,13 @@ func TestReleaseEndedCtx(t *testing.T) { locktest.ReleaseEndedCtx(t, sem1) }
 func TestReleaseUnreachable(t *testing.T) { locktest.ReleaseUnreachable(t, sem1) }
 
 func TestSyncReplicasCtx(t *testing.T) { locktest.SyncReplicasCtx(t, sem1) }
+
+func TestHoldContext(t *testing.T) { locktest.HoldContext(t, sem1) }
+
+func TestHoldContextUnreachable(t *testing.T) { locktest.HoldContextUnreachable(t, sem1) }
+
+func TestDo(t *testing.T) { locktest.Do(t, sem1) }
+
+func TestExtend(t *testing.T) { locktest.Extend(t, sem1) }
+
+func TestLockFor(t *testing.T) { locktest.LockFor(t, sem1) }

@@ -280,9 +280,9 @@ func (h *Holder) grantedLocked(r *Request, begin, start time.Time, fence int64, 
 		h.watched = r.Watched
 		scope := NewScope()
 		h.scope = scope
-		// A loss the watchdog declares ends the hold's contexts at once
-		// (and is reported to the observers), before Lost fires.
-		h.hold.OnLost = func(cause error) { scope.End(cause) }
+		// A loss the watchdog declares ends the hold's contexts at once,
+		// as Lost fires.
+		h.hold.OnEnd = func(cause error) { scope.End(cause) }
 		if h.E.Observing() {
 			ev := h.event(EventAcquired, r.Class, nil)
 			ev.Wait = h.since.Sub(begin)
@@ -291,7 +291,6 @@ func (h *Holder) grantedLocked(r *Request, begin, start time.Time, fence int64, 
 			lost.Mode = ""
 			since := h.since
 			h.hold.OnLost = func(cause error) {
-				scope.End(cause)
 				ev := lost
 				ev.Held, ev.Err = time.Since(since), cause
 				h.E.Emit(ev)

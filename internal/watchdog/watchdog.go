@@ -68,6 +68,10 @@ type Hold struct {
 	// watchdog closed), from the goroutine that found out and without any
 	// watchdog lock held. A loss declared by Lose does not call it.
 	OnLost func(cause error)
+	// OnEnd, if set, is called as OnLost is, right after Lost is closed
+	// (the hold's contexts end then, so that whoever sees one of them
+	// done can count on Lost having fired).
+	OnEnd func(cause error)
 
 	lost chan struct{}
 
@@ -446,6 +450,9 @@ func (w *Watchdog) unlock() {
 			h.OnLost(h.err)
 		}
 		close(h.lost)
+		if h.OnEnd != nil {
+			h.OnEnd(h.err)
+		}
 	}
 }
 

@@ -1,0 +1,334 @@
+package locktest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock"
+	"github.com/relock-go/relock/internal/redistest"
+)
+
+// HoldContext: a handle's HoldContext is cancelled already when it holds
+// nothing, is never cancelled while the hold is valid (renewed), and is
+// cancelled when the hold ends: by Unlock (cause context.Canceled), by a
+// loss within one renewal period (the key deleted: ErrLockGone; the
+// Client closed: ErrClosed), as Lost fires, with LostErr's error as its
+// cause. It starts no goroutine.
+func HoldContext(t *testing.T, k Kind) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		redistest.CheckGoroutines(t)
+		ctx := testCtx(t)
+		const lease = 600 * time.Millisecond // renewed every 200 ms
+		c, _ := redistest.NewClient(t, s, relock.WithWatchdogTimeout(lease))
+		name := redistest.Name(t)
+		h := k.New(c, name)
+
+		hc := h.HoldContext(ctx)
+		require.Error(t, hc.Err(), "the context of a handle that holds nothing")
+		assert.ErrorIs(t, context.Cause(hc), relock.ErrNotHeld)
+
+		require.NoError(t, h.Lock(ctx))
+		hc = h.HoldContext(ctx)
+		parent, cancel := context.WithCancel(ctx)
+		child := h.HoldContext(parent)
+		time.Sleep(2 * lease)
+		assert.NoError(t, hc.Err(), "cancelled while the hold is valid")
+		cancel()
+		assert.ErrorIs(t, child.Err(), context.Canceled, "a parent's end reaches the hold's context")
+		assert.True(t, h.Held(), "the parent's end is not the hold's")
+		require.NoError(t, h.Unlock(ctx))
+		assert.ErrorIs(t, hc.Err(), context.Canceled, "Unlock ends the hold's context")
+		assert.Equal(t, context.Canceled, context.Cause(hc))
+
+		// A loss: the key deleted behind the holder's back.
+		require.NoError(t, h.Lock(ctx))
+		hc = h.HoldContext(ctx)
+		deleted := time.Now()
+		require.NoError(t, s.Admin(t).Del(ctx, k.Key(name)).Err())
+		select {
+		case <-hc.Done():
+		case <-time.After(lease):
+			t.Fatal("the hold's context outlived its loss by more than a renewal period")
+		}
+		t.Logf("cancelled %v after the key was deleted", time.Since(deleted).Round(time.Millisecond))
+		assert.ErrorIs(t, context.Cause(hc), relock.ErrNotHeld)
+		assert.ErrorIs(t, context.Cause(hc), relock.ErrLockGone)
+		select {
+		case <-h.Lost():
+		default:
+			t.Error("the context was cancelled before Lost fired")
+		}
+		assert.Equal(t, h.LostErr(), context.Cause(hc), "the cause is LostErr's")
+		assert.ErrorIs(t, h.HoldContext(ctx).Err(), context.Canceled, "a new context of the lost hold")
+		assert.ErrorIs(t, h.Unlock(ctx), relock.ErrNotHeld)
+
+		// A loss: the Client closed.
+		c2, _ := redistest.NewClient(t, s, relock.WithWatchdogTimeout(lease))
+		h2 := k.New(c2, name)
+		require.NoError(t, h2.Lock(ctx))
+		hc = h2.HoldContext(ctx)
+		require.NoError(t, c2.Close())
+		select {
+		case <-hc.Done():
+		case <-time.After(time.Second):
+			t.Fatal("the hold's context outlived the Client")
+		}
+		assert.ErrorIs(t, context.Cause(hc), relock.ErrClosed)
+		assert.ErrorIs(t, h2.Unlock(ctx), relock.ErrNotHeld)
+	})
+}
+
+// HoldContextUnreachable: while Redis is unreachable, the hold's context
+// is cancelled at the hold's local deadline (no renewal confirmed), with
+// cause ErrLeaseExpired.
+func HoldContextUnreachable(t *testing.T, k Kind) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := testCtx(t)
+		const lease = 600 * time.Millisecond
+		rdb, cut := unreachable(t, s)
+		c := relock.New(rdb, relock.WithWatchdogTimeout(lease))
+		t.Cleanup(func() { _ = c.Close() })
+		h := k.New(c, redistest.Name(t))
+		require.NoError(t, h.Lock(ctx))
+		hc := h.HoldContext(ctx)
+		cut(true)
+		at := time.Now()
+		select {
+		case <-hc.Done():
+		case <-time.After(lease + 500*time.Millisecond):
+			t.Fatal("the hold's context outlived its lease while Redis was unreachable")
+		}
+		t.Logf("cancelled %v after the cut", time.Since(at).Round(time.Millisecond))
+		assert.Less(t, time.Since(at), lease+200*time.Millisecond)
+		assert.ErrorIs(t, context.Cause(hc), relock.ErrLeaseExpired)
+		cut(false)
+		assert.ErrorIs(t, h.Unlock(ctx), relock.ErrNotHeld)
+	})
+}
+
+// unreachable returns a client of s whose traffic cut(true) stops: a
+// black-holing proxy in front of a single server, a hook that fails every
+// command on a Cluster.
+func unreachable(t *testing.T, s *redistest.Server) (redis.UniversalClient, func(bool)) {
+	if s.Cluster != nil {
+		rdb := s.Client(t)
+		faults := &redistest.Faults{}
+		rdb.AddHook(faults)
+		return rdb, faults.Enable
+	}
+	p := redistest.NewProxy(t, s.Addr)
+	rdb := s.Client(t, func(o *redis.Options) {
+		o.Addr = p.Addr
+		o.ReadTimeout = 200 * time.Millisecond
+	})
+	return rdb, p.Blackhole
+}
+
+var errBoom = errors.New("boom")
+
+// Do: relock.Do holds the lock while fn runs and releases it after, with
+// fn's error; after a panic (which goes on); when the hold is lost while
+// fn runs, fn's context is cancelled with the loss as its cause and Do's
+// error matches ErrNotHeld and the loss's reason; a ctx that ends while fn
+// runs does not keep the lock from being released.
+func Do(t *testing.T, k Kind) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		redistest.CheckGoroutines(t)
+		ctx := testCtx(t)
+		c, _ := redistest.NewClient(t, s, relock.WithWatchdogTimeout(600*time.Millisecond))
+		name := redistest.Name(t)
+		h, other := k.New(c, name), k.waiter(c, name)
+		l := lockerOf(h)
+		free := func(what string) {
+			t.Helper()
+			// After a loss by the deletion of the lock's main key, an
+			// rwlock's or a semaphore's other key keeps the lost
+			// owner's entry until its lease ends (600 ms here).
+			require.Eventually(t, func() bool {
+				ok, err := other.TryLock(ctx)
+				require.NoError(t, err, what)
+				return ok
+			}, 2*time.Second, 10*time.Millisecond, "%s: the lock is still held", what)
+			require.NoError(t, other.Unlock(ctx))
+		}
+
+		ran := false
+		err := relock.Do(ctx, l, func(fctx context.Context) error {
+			ran = true
+			assert.True(t, h.Held(), "fn runs while the lock is held")
+			assert.NoError(t, fctx.Err())
+			ok, err := other.TryLock(ctx)
+			assert.NoError(t, err)
+			assert.False(t, ok, "another handle got the lock while fn ran")
+			return errBoom
+		})
+		assert.True(t, ran)
+		assert.ErrorIs(t, err, errBoom, "fn's error")
+		assert.NotErrorIs(t, err, relock.ErrNotHeld)
+		free("after Do")
+
+		assert.PanicsWithValue(t, "boom", func() {
+			_ = relock.Do(ctx, l, func(context.Context) error { panic("boom") })
+		})
+		free("after a panic in fn")
+
+		dctx, cancel := context.WithCancel(ctx)
+		require.NoError(t, relock.Do(dctx, l, func(context.Context) error {
+			cancel() // the caller's ctx ends while fn runs
+			return nil
+		}))
+		free("after Do whose ctx ended while fn ran")
+
+		err = relock.Do(ctx, l, func(fctx context.Context) error {
+			require.NoError(t, s.Admin(t).Del(ctx, k.Key(name)).Err())
+			select {
+			case <-fctx.Done():
+			case <-time.After(2 * time.Second):
+				t.Error("fn's context was not cancelled when the hold was lost")
+			}
+			assert.ErrorIs(t, context.Cause(fctx), relock.ErrLockGone)
+			return fctx.Err()
+		})
+		assert.ErrorIs(t, err, relock.ErrNotHeld, "Do after a loss")
+		assert.ErrorIs(t, err, relock.ErrLockGone)
+		assert.ErrorIs(t, err, context.Canceled, "fn's error is kept")
+		free("after a lost hold")
+	})
+}
+
+// Extend: Extend sets a fixed lease (longer: the TTL grows and the hold
+// outlives its first lease; shorter: it ends then), renews a watched hold
+// to at least d, fails with ErrNotHeld and writes nothing when the handle
+// does not hold the lock or Redis no longer has it as its own (another
+// owner's TTL is untouched), and is applied once when the server stalls
+// past the client's read timeout.
+func Extend(t *testing.T, k Kind) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := testCtx(t)
+		c, _ := redistest.NewClient(t, s, relock.WithWatchdogTimeout(600*time.Millisecond))
+		admin := s.Admin(t)
+		name := redistest.Name(t)
+		pttl := func() time.Duration { return admin.PTTL(ctx, k.Key(name)).Val() }
+
+		h := k.New(c, name, relock.WithLease(500*time.Millisecond))
+		other := k.waiter(c, name)
+		assert.ErrorIs(t, h.Extend(ctx, time.Second), relock.ErrNotHeld, "Extend before Lock")
+		assert.ErrorIs(t, h.Extend(ctx, 0), relock.ErrInvalidOption)
+		require.NoError(t, h.Lock(ctx))
+		assert.ErrorIs(t, h.Extend(ctx, time.Nanosecond), relock.ErrInvalidOption)
+		require.NoError(t, h.Extend(ctx, 3*time.Second))
+		assert.Greater(t, pttl(), 2500*time.Millisecond, "the TTL after Extend")
+		time.Sleep(700 * time.Millisecond) // past the first lease
+		assert.True(t, h.Held(), "lost at the first lease's end")
+		ok, err := other.TryLock(ctx)
+		require.NoError(t, err)
+		assert.False(t, ok, "taken at the first lease's end")
+		assert.ErrorIs(t, other.Extend(ctx, time.Minute), relock.ErrNotHeld, "Extend by a non-owner")
+		assert.LessOrEqual(t, pttl(), 3*time.Second, "a non-owner's Extend changed the TTL")
+		require.NoError(t, h.Extend(ctx, 300*time.Millisecond), "a shorter lease")
+		select {
+		case <-h.Lost():
+			assert.ErrorIs(t, h.LostErr(), relock.ErrLeaseExpired)
+		case <-time.After(time.Second):
+			t.Fatal("the shortened lease did not end the hold")
+		}
+		// Lost fires a little before the lease ends at Redis (the drift).
+		require.Eventually(t, func() bool {
+			ok, err := other.TryLock(ctx)
+			return err == nil && ok
+		}, 500*time.Millisecond, 5*time.Millisecond, "the lock is still held at Redis after the shortened lease ran out")
+		require.NoError(t, other.Unlock(ctx))
+		assert.ErrorIs(t, h.Extend(ctx, time.Second), relock.ErrNotHeld, "Extend after the lease ran out")
+		assert.ErrorIs(t, h.Unlock(ctx), relock.ErrNotHeld)
+
+		// Redis no longer has the hold as this handle's (deleted, then
+		// taken by another owner), before the handle could know. (An
+		// rwlock's or a semaphore's other key, the owners' expiries,
+		// keeps the handle's entry until its lease ends: short.)
+		h = k.New(c, name, relock.WithLease(time.Second))
+		require.NoError(t, h.Lock(ctx))
+		require.NoError(t, admin.Del(ctx, k.Key(name)).Err())
+		err = h.Extend(ctx, time.Minute)
+		assert.ErrorIs(t, err, relock.ErrNotHeld, "Extend of a deleted lock")
+		assert.ErrorIs(t, err, relock.ErrLockGone)
+		assert.Zero(t, admin.Exists(ctx, k.Key(name)).Val(), "Extend recreated the lock")
+		assert.ErrorIs(t, h.Unlock(ctx), relock.ErrNotHeld)
+		require.NoError(t, other.Lock(ctx))
+		before := pttl()
+		assert.ErrorIs(t, h.Extend(ctx, time.Hour), relock.ErrNotHeld)
+		assert.LessOrEqual(t, pttl(), before, "another owner's TTL was extended")
+		require.NoError(t, other.Unlock(ctx))
+
+		// A hold the watchdog renews: at least d from now on.
+		w := k.New(c, name)
+		require.NoError(t, w.Lock(ctx))
+		require.NoError(t, w.Extend(ctx, 5*time.Second))
+		assert.Greater(t, pttl(), 4*time.Second)
+		time.Sleep(500 * time.Millisecond) // renewals (every 200 ms)
+		assert.Greater(t, pttl(), 4*time.Second, "a renewal shortened the extended lease")
+		require.NoError(t, w.Extend(ctx, 10*time.Millisecond), "a renewal now")
+		assert.Greater(t, pttl(), 4*time.Second, "Extend of a watched hold shortened it")
+		require.NoError(t, w.Unlock(ctx))
+		assert.Eventually(t, func() bool { return admin.Exists(ctx, k.Key(name)).Val() == 0 },
+			2*time.Second, 10*time.Millisecond, "the lock's key is left")
+
+		// A server that stalls past the client's read timeout: go-redis
+		// resends the Extend, which is applied once.
+		if !s.Real() {
+			return
+		}
+		sc := relock.New(redistest.StallClient(t, s))
+		t.Cleanup(func() { _ = sc.Close() })
+		h = k.New(sc, name+".stall", relock.WithLease(time.Second))
+		name += ".stall" // for pttl
+		require.NoError(t, h.Lock(ctx))
+		redistest.Stall(t, admin, 200*time.Millisecond)
+		require.NoError(t, h.Extend(ctx, 3*time.Second), "Extend during a stall")
+		d := pttl()
+		assert.LessOrEqual(t, d, 3*time.Second)
+		assert.Greater(t, d, 2500*time.Millisecond)
+		require.NoError(t, h.Unlock(ctx))
+	})
+}
+
+// LockFor: a hold taken with LockFor has its own fixed lease: the TTL is
+// that lease, the watchdog does not renew it, it is lost when it runs out
+// (and the next owner gets the lock then); a lease out of bounds is
+// refused before anything is sent.
+func LockFor(t *testing.T, k Kind) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := testCtx(t)
+		c, _ := redistest.NewClient(t, s) // watchdog timeout 30 s
+		name := redistest.Name(t)
+		h, other := k.New(c, name), k.waiter(c, name)
+		for _, bad := range []time.Duration{0, -time.Second, time.Millisecond, 8 * 24 * time.Hour} {
+			assert.ErrorIs(t, h.LockFor(ctx, bad), relock.ErrInvalidOption, "LockFor(%v)", bad)
+		}
+		assert.False(t, h.Held())
+		require.NoError(t, h.LockFor(ctx, 400*time.Millisecond))
+		d := s.Admin(t).PTTL(ctx, k.Key(name)).Val()
+		assert.LessOrEqual(t, d, 400*time.Millisecond, "the TTL of a hold of LockFor")
+		assert.Positive(t, d)
+		start := time.Now()
+		require.NoError(t, other.Lock(ctx), "the next owner, once the lease ran out")
+		assert.GreaterOrEqual(t, time.Since(start), 250*time.Millisecond, "taken before the lease ran out")
+		select {
+		case <-h.Lost():
+			assert.ErrorIs(t, h.LostErr(), relock.ErrLeaseExpired)
+		case <-time.After(time.Second):
+			t.Fatal("a hold of LockFor was not lost when its lease ran out")
+		}
+		assert.ErrorIs(t, h.Unlock(ctx), relock.ErrNotHeld)
+		require.NoError(t, other.Unlock(ctx))
+		// The handle's next Lock is a hold the watchdog renews again.
+		require.NoError(t, h.Lock(ctx))
+		assert.Greater(t, s.Admin(t).PTTL(ctx, k.Key(name)).Val(), 20*time.Second)
+		require.NoError(t, h.Unlock(ctx))
+	})
+}

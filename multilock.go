@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -283,6 +284,27 @@ func (m *Multi) Lost() <-chan struct{} {
 	}
 	return h.lost
 }
+
+// Kind returns "multilock" (see Locker: a Multi is a Locker, for Do).
+func (m *Multi) Kind() string { return "multilock" }
+
+// Name returns the kinds and names of the parts in canonical order,
+// "mutex:a,reentrant:b".
+func (m *Multi) Name() string {
+	var b strings.Builder
+	for _, l := range m.locks {
+		if isNilLocker(l) {
+			continue // refused by MultiLock: reported by every call
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(l.Kind() + ":" + l.Name())
+	}
+	return b.String()
+}
+
+var _ Locker = (*Multi)(nil)
 
 // LostErr returns why the Multi's most recent hold was lost (the loss of
 // the first part, in canonical order, that was lost: an error matching

@@ -444,6 +444,12 @@ func TestMultiLockBadInput(t *testing.T) {
 			assert.ErrorIs(t, err, relock.ErrInvalidOption)
 			assert.ErrorIs(t, m.Unlock(ctx), relock.ErrInvalidOption)
 			assert.Nil(t, m.Lost())
+			assert.ErrorIs(t, m.LockFor(ctx, time.Second), relock.ErrInvalidOption)
+			assert.ErrorIs(t, m.Extend(ctx, time.Second), relock.ErrInvalidOption)
+			assert.Error(t, m.HoldContext(ctx).Err())
+			assert.NoError(t, m.LostErr())
+			assert.ErrorIs(t, relock.Do(ctx, m, func(context.Context) error { return nil }), relock.ErrInvalidOption)
+			_ = m.Name() // no panic
 		})
 	}
 	// The same name in two kinds is two locks.

@@ -97,7 +97,9 @@ func (l *Lock) TryLockFor(ctx context.Context, lease time.Duration) (bool, error
 // TryLock makes one attempt without joining the queue: (true, nil) if it
 // acquired or re-entered, (false, nil) if the lock is held or others are
 // queued for it.
-func (l *Lock) TryLock(ctx context.Context) (bool, error) { return l.x.TryLock(ctx, "trylock", 0, false) }
+func (l *Lock) TryLock(ctx context.Context) (bool, error) {
+	return l.x.TryLock(ctx, "trylock", 0, false)
+}
 
 // Unlock gives back one hold; the final one wakes the head of the queue.
 // Without a hold it returns an error matching relock.ErrNotHeld and changes

@@ -93,10 +93,11 @@ func (m *Mutex) TryLockFor(ctx context.Context, lease time.Duration) (bool, erro
 	return m.x.TryLock(ctx, "trylock", lease, true)
 }
 
-
 // TryLock makes one attempt: (true, nil) if it took the mutex, (false, nil)
 // if another owner holds it. It never waits for the lock.
-func (m *Mutex) TryLock(ctx context.Context) (bool, error) { return m.x.TryLock(ctx, "trylock", 0, false) }
+func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
+	return m.x.TryLock(ctx, "trylock", 0, false)
+}
 
 // Unlock releases the mutex if this handle holds it, and wakes a waiter.
 // It returns an error matching relock.ErrNotHeld if the handle does not

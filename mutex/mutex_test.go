@@ -267,6 +267,13 @@ func TestTwoCommandsPerCycle(t *testing.T) {
 			require.NoError(t, m.Unlock(ctx))
 		}
 		assert.Equal(t, int64(2*cycles), counter.Commands(), "commands for %d uncontended cycles", cycles)
+
+		// relock.Do, and the hold's context, add none.
+		counter.Reset()
+		for i := 0; i < cycles; i++ {
+			require.NoError(t, relock.Do(ctx, m, func(ctx context.Context) error { return ctx.Err() }))
+		}
+		assert.Equal(t, int64(2*cycles), counter.Commands(), "commands for %d uncontended cycles of Do", cycles)
 	})
 }
 

@@ -80,7 +80,9 @@ func (l *Lock) TryLockFor(ctx context.Context, lease time.Duration) (bool, error
 
 // TryLock makes one attempt to acquire or re-enter: (true, nil) on success,
 // (false, nil) if another owner holds the lock.
-func (l *Lock) TryLock(ctx context.Context) (bool, error) { return l.x.TryLock(ctx, "trylock", 0, false) }
+func (l *Lock) TryLock(ctx context.Context) (bool, error) {
+	return l.x.TryLock(ctx, "trylock", 0, false)
+}
 
 // Unlock gives back one hold. A partial unlock keeps the lock and resets
 // its lease; the final one deletes it and wakes a waiter. Without a hold

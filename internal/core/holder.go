@@ -145,9 +145,9 @@ type Holder struct {
 
 	mu      sync.Mutex
 	held    Counts
-	lease   time.Duration // of the current hold (see Request.Lease)
-	watched bool          // the current hold is renewed by the watchdog
-	ending  bool          // its final release was sent, not confirmed: no longer renewed
+	lease   time.Duration  // of the current hold (see Request.Lease)
+	watched bool           // the current hold is renewed by the watchdog
+	ending  bool           // its final release was sent, not confirmed: no longer renewed
 	fence   [classes]int64 // fencing token of the hold of each class
 	hold    *watchdog.Hold // while the handle holds anything not lost
 	last    *watchdog.Hold // the most recent hold, for Lost and LostErr

@@ -104,7 +104,9 @@ type Holds interface {
 }
 
 // LockFor implements Handle.
-func (s Side) LockFor(ctx context.Context, lease time.Duration) error { return s.LockForFunc(ctx, lease) }
+func (s Side) LockFor(ctx context.Context, lease time.Duration) error {
+	return s.LockForFunc(ctx, lease)
+}
 
 // Extend implements Handle.
 func (s Side) Extend(ctx context.Context, d time.Duration) error { return s.Holds.Extend(ctx, d) }

@@ -1,0 +1,147 @@
+package relock_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock"
+	"github.com/relock-go/relock/fair"
+	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/mutex"
+	"github.com/relock-go/relock/reentrant"
+	"github.com/relock-go/relock/rwlock"
+)
+
+// TestDoMulti: relock.Do over a Multi holds every part while fn runs;
+// fn's context ends when a part is lost, with that part's loss as its
+// cause, and Do's error says so; the Multi's HoldContext ends on Unlock.
+func TestDoMulti(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := testCtx(t)
+		c, _ := redistest.NewClient(t, s, relock.WithWatchdogTimeout(600*time.Millisecond))
+		name := redistest.Name(t)
+		a, b := mutex.New(c, name+".a"), reentrant.New(c, name+".b")
+		m := relock.MultiLock(a, b)
+		require.NoError(t, relock.Do(ctx, m, func(ctx context.Context) error {
+			assert.True(t, a.Held())
+			assert.True(t, b.Held())
+			return ctx.Err()
+		}))
+		assert.True(t, free(t, c, a))
+		assert.True(t, free(t, c, b))
+
+		err := relock.Do(ctx, m, func(fctx context.Context) error {
+			require.NoError(t, s.Admin(t).Del(ctx, "relock:reentrant:{"+name+".b}").Err())
+			select {
+			case <-fctx.Done():
+			case <-time.After(2 * time.Second):
+				t.Error("fn's context outlived the loss of a part")
+			}
+			assert.ErrorIs(t, context.Cause(fctx), relock.ErrLockGone)
+			return nil
+		})
+		assert.ErrorIs(t, err, relock.ErrNotHeld)
+		assert.ErrorIs(t, err, relock.ErrLockGone)
+		assert.ErrorIs(t, m.LostErr(), relock.ErrLockGone)
+		assert.True(t, free(t, c, a), "the part that was not lost is released")
+
+		require.NoError(t, m.Lock(ctx))
+		hc := m.HoldContext(ctx)
+		assert.NoError(t, hc.Err())
+		require.NoError(t, m.Unlock(ctx))
+		assert.ErrorIs(t, hc.Err(), context.Canceled)
+		assert.ErrorIs(t, context.Cause(m.HoldContext(ctx)), relock.ErrNotHeld, "the context of a Multi that holds nothing")
+	})
+}
+
+// TestMultiLockForExtend: a Multi's LockFor gives every part the lease,
+// and Extend extends every part.
+func TestMultiLockForExtend(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := testCtx(t)
+		c, _ := redistest.NewClient(t, s)
+		name := redistest.Name(t)
+		parts := []relock.Locker{mutex.New(c, name+".a"), fair.New(c, name+".b"), rwlock.New(c, name+".c")}
+		m := relock.MultiLock(parts...)
+		keys := []string{"relock:mutex:{" + name + ".a}", "relock:fair:{" + name + ".b}", "relock:rwlock:{" + name + ".c}"}
+		assert.ErrorIs(t, m.LockFor(ctx, 0), relock.ErrInvalidOption)
+		assert.ErrorIs(t, m.Extend(ctx, time.Second), relock.ErrNotHeld, "Extend before Lock")
+		require.NoError(t, m.LockFor(ctx, 500*time.Millisecond))
+		for _, k := range keys {
+			d := s.Admin(t).PTTL(ctx, k).Val()
+			assert.LessOrEqual(t, d, 500*time.Millisecond, k)
+			assert.Positive(t, d, k)
+		}
+		require.NoError(t, m.Extend(ctx, 5*time.Second))
+		for _, k := range keys {
+			assert.Greater(t, s.Admin(t).PTTL(ctx, k).Val(), 4*time.Second, k)
+		}
+		time.Sleep(700 * time.Millisecond) // past the first lease
+		for _, l := range parts {
+			assert.False(t, free(t, c, l), "%s lost at the end of the first lease", l.Name())
+		}
+		require.NoError(t, m.Unlock(ctx))
+		assert.Empty(t, lockKeys(t, s, name))
+	})
+}
+
+// fakeLocker is a Locker of another package: Do watches its Lost channel
+// with a goroutine of its own.
+type fakeLocker struct {
+	mu   sync.Mutex
+	held bool
+	lost chan struct{}
+}
+
+func (f *fakeLocker) Lock(context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.held, f.lost = true, make(chan struct{})
+	return nil
+}
+func (f *fakeLocker) TryLock(ctx context.Context) (bool, error) { return true, f.Lock(ctx) }
+func (f *fakeLocker) Unlock(context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.held {
+		return relock.ErrNotHeld
+	}
+	f.held = false
+	return nil
+}
+func (f *fakeLocker) Lost() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lost
+}
+func (f *fakeLocker) Kind() string { return "fake" }
+func (f *fakeLocker) Name() string { return "fake" }
+
+// TestDoOtherLocker: Do with a Locker of another package cancels fn's
+// context when its Lost fires (cause ErrNotHeld), and leaves no goroutine.
+func TestDoOtherLocker(t *testing.T) {
+	redistest.CheckGoroutinesOf(t, "Do's watchers", func(stack string) bool {
+		return strings.Contains(stack, "relock.holdContext")
+	})
+	ctx := testCtx(t)
+	f := &fakeLocker{}
+	require.NoError(t, relock.Do(ctx, f, func(ctx context.Context) error { return ctx.Err() }))
+	err := relock.Do(ctx, f, func(fctx context.Context) error {
+		close(f.lost)
+		<-fctx.Done()
+		assert.ErrorIs(t, context.Cause(fctx), relock.ErrNotHeld)
+		return errors.New("stopped")
+	})
+	assert.EqualError(t, err, "stopped")
+	assert.ErrorIs(t, relock.Do(ctx, nil, func(context.Context) error { return nil }), relock.ErrInvalidOption)
+	assert.ErrorIs(t, relock.Do(ctx, f, nil), relock.ErrInvalidOption)
+	var typedNil *mutex.Mutex
+	assert.ErrorIs(t, relock.Do(ctx, typedNil, func(context.Context) error { return nil }), relock.ErrInvalidOption)
+}

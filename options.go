@@ -83,6 +83,37 @@ func WithSyncReplicas(n int, timeout time.Duration) LockOption {
 	}
 }
 
+// WithToken makes the handle's owner token token instead of a random one:
+// the handle is then the owner of whatever holds that token has, as
+// redsync's WithValue and bsm/redislock's Token allow. Use it to hand a
+// hold over (a dispatcher locks, and a worker in another process that was
+// given Token() resumes the hold with Resume and unlocks it), or to let a
+// restarted process resume its own hold.
+//
+// The token is a capability: whoever has it can extend and release the
+// hold. It must be 16 to 128 bytes of A-Z, a-z, 0-9 and . _ ~ + / = -
+// (say, 32 random hex digits, a UUID, base64 of 16 random bytes);
+// otherwise every call of the handle returns an error matching
+// ErrInvalidOption. relock never shows it in errors, logs, events or
+// metrics (only its fingerprint, see the handles' Fingerprint).
+//
+// Two handles with one token are one owner at Redis: each can renew,
+// extend, re-enter and release the other's hold, and a Lock by one while
+// the other holds the lock succeeds (for a mutex too: it takes the hold
+// over, it does not wait). Each handle counts only the holds it took or
+// resumed, and its watchdog renews them, so two live handles of one token
+// keep each other's hold alive and an Unlock by either ends it. That is
+// the point of a hand-over, and nothing else: do not use one token for two
+// holders that work at once.
+func WithToken(token string) LockOption {
+	return func(c *core.LockConfig) {
+		c.Token = token
+		if err := core.CheckToken(token); err != nil && c.Err == nil {
+			c.Err = err
+		}
+	}
+}
+
 // WithHeartbeat sets how long a waiter of this handle keeps its place in
 // its lock's queue without showing it is alive (default 5s), for every lock
 // type (the fair lock's queue, the mutex and reentrant locks' hand-over

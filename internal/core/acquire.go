@@ -272,30 +272,7 @@ func (c *call) Leave(ctx context.Context) error {
 // start until the watchdog claims it.
 func (h *Holder) grantedLocked(r *Request, begin, start time.Time, fence int64, claim time.Duration) {
 	if h.held.Zero() {
-		h.hold = watchdog.NewHold(h.Keys.Lock, h.watchKind, h.Token)
-		h.hold.Aux = h.watchAux
-		h.hold.Replicas, h.hold.ReplicaWait = h.Cfg.SyncReplicas, h.Cfg.SyncTimeout
-		h.last = h.hold
-		h.since = time.Now()
-		h.watched = r.Watched
-		scope := NewScope()
-		h.scope = scope
-		// A loss the watchdog declares ends the hold's contexts at once,
-		// as Lost fires.
-		h.hold.OnEnd = func(cause error) { scope.End(cause) }
-		if h.E.Observing() {
-			ev := h.event(EventAcquired, r.Class, nil)
-			ev.Wait = h.since.Sub(begin)
-			h.outbox = append(h.outbox, ev)
-			lost := h.event(EventLost, r.Class, nil)
-			lost.Mode = ""
-			since := h.since
-			h.hold.OnLost = func(cause error) {
-				ev := lost
-				ev.Held, ev.Err = time.Since(since), cause
-				h.E.Emit(ev)
-			}
-		}
+		h.beginLocked(r.Class, r.Watched, begin)
 	}
 	if h.held[r.Class] == 0 {
 		h.fence[r.Class] = fence
@@ -312,5 +289,34 @@ func (h *Holder) grantedLocked(r *Request, begin, start time.Time, fence int64, 
 	}
 	if lost {
 		h.lostLocked(lockerr.ClosedLoss)
+	}
+}
+
+// beginLocked begins a new hold of the handle, whose acquire call began
+// at begin: its watchdog hold (not yet watched), its scope, its events.
+func (h *Holder) beginLocked(class Class, watched bool, begin time.Time) {
+	h.hold = watchdog.NewHold(h.Keys.Lock, h.watchKind, h.Token)
+	h.hold.Aux = h.watchAux
+	h.hold.Replicas, h.hold.ReplicaWait = h.Cfg.SyncReplicas, h.Cfg.SyncTimeout
+	h.last = h.hold
+	h.since = time.Now()
+	h.watched = watched
+	scope := NewScope()
+	h.scope = scope
+	// A loss the watchdog declares ends the hold's contexts at once,
+	// as Lost fires.
+	h.hold.OnEnd = func(cause error) { scope.End(cause) }
+	if h.E.Observing() {
+		ev := h.event(EventAcquired, class, nil)
+		ev.Wait = h.since.Sub(begin)
+		h.outbox = append(h.outbox, ev)
+		lost := h.event(EventLost, class, nil)
+		lost.Mode = ""
+		since := h.since
+		h.hold.OnLost = func(cause error) {
+			ev := lost
+			ev.Held, ev.Err = time.Since(since), cause
+			h.E.Emit(ev)
+		}
 	}
 }

@@ -20,6 +20,9 @@ type LockConfig struct {
 	// (WAIT) within SyncTimeout; 0 means none are waited for.
 	SyncReplicas int
 	SyncTimeout  time.Duration
+	// Token is the owner token the caller chose (relock.WithToken); ""
+	// means a random one.
+	Token string
 
 	// Err records the first invalid option, reported by the first call.
 	Err error
@@ -44,6 +47,42 @@ func CheckLease(what string, d time.Duration) error {
 		return fmt.Errorf("%w: %s %v outside [%v, %v]", lockerr.InvalidOption, what, d, MinLease, MaxLease)
 	}
 	return nil
+}
+
+// Bounds of an owner token chosen by the caller (relock.WithToken).
+const (
+	MinTokenLen = 16
+	MaxTokenLen = 128
+)
+
+// CheckToken validates an owner token chosen by the caller: long enough to
+// be unguessable, not absurdly long, and of characters that cannot be
+// confused with the separators the scripts use (':' and '|') or the
+// names of a hash's own fields. The error never shows the token.
+func CheckToken(tok string) error {
+	if len(tok) < MinTokenLen || len(tok) > MaxTokenLen {
+		return fmt.Errorf("%w: owner token of %d bytes outside [%d, %d] (it must be unguessable)",
+			lockerr.InvalidOption, len(tok), MinTokenLen, MaxTokenLen)
+	}
+	for i := 0; i < len(tok); i++ {
+		if !tokenByte(tok[i]) {
+			return fmt.Errorf("%w: owner token byte %d is not one of A-Z a-z 0-9 . _ ~ + / = -",
+				lockerr.InvalidOption, i)
+		}
+	}
+	return nil
+}
+
+func tokenByte(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	switch c {
+	case '.', '_', '~', '+', '/', '=', '-':
+		return true
+	}
+	return false
 }
 
 // MaxNameLen is the longest lock name accepted, in bytes.

@@ -29,6 +29,7 @@ type Owner struct {
 	// returned by every call.
 	err  error
 	seq  uint64      // request ids; guarded by the handle's mutex
+	ids  string      // prefix of request ids: random for a chosen token (see NextRequest)
 	conn *redis.Conn // pinned for WithSyncReplicas during an attempt; guarded likewise
 }
 
@@ -49,6 +50,13 @@ func NewOwner(c any, kind, name string, opts []func(*LockConfig)) Owner {
 		Keys:  NewKeys(kind, name),
 		Cfg:   cfg,
 		Token: hex.EncodeToString(u[:]),
+	}
+	if cfg.Token != "" {
+		// Handles with one token share a request record: each numbers
+		// its requests after a random prefix of its own, so that one
+		// never takes another's record for a resend of its own request.
+		o.Token = cfg.Token
+		o.ids = hex.EncodeToString(u[:4]) + "."
 	}
 	switch {
 	case o.E == nil:
@@ -117,7 +125,7 @@ func (o *Owner) Watched() bool { return o.Cfg.Lease == 0 }
 // the handle's mutex.
 func (o *Owner) NextRequest() string {
 	o.seq++
-	return strconv.FormatUint(o.seq, 36)
+	return o.ids + strconv.FormatUint(o.seq, 36)
 }
 
 // MaxRecordTTL bounds how long a request record is kept. go-redis with its

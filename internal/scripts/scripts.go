@@ -41,6 +41,8 @@ var (
 	renew string
 	//go:embed force_unlock.lua
 	forceUnlock string
+	//go:embed resume.lua
+	resume string
 	//go:embed queue.lua
 	queue string
 	//go:embed fair_common.lua
@@ -69,6 +71,7 @@ var (
 	ReentrantAbort   = newScript(barging(reentrantAbort))
 	ReentrantLeave   = newScript(barging(reentrantLeave))
 	Renew            = newScript(clock + renew)
+	Resume           = newScript(clock + resume)
 	ForceUnlock      = newScript(forceUnlock)
 	// Scripts that change a lock share the functions of record.lua; the
 	// fair-lock scripts also those of fair_common.lua.

@@ -196,7 +196,7 @@ func TestACLWithoutRights(t *testing.T) {
 						ctx, cancel := context.WithTimeout(context.Background(), 10*bound)
 						defer cancel()
 						name := redistest.Name(t)
-						lock, try, unlock := lt.new(c, name)
+						lock, _, unlock := lt.new(c, name)
 						refused := func(what string, start time.Time, err error) {
 							t.Helper()
 							t.Logf("%s: %v (%v)", what, err, time.Since(start))
@@ -226,7 +226,7 @@ func TestACLWithoutRights(t *testing.T) {
 						holdLock, _, holdUnlock := lt.new(admin, name)
 						require.NoError(t, holdLock(ctx))
 						defer func() { require.NoError(t, holdUnlock(ctx)) }()
-						lock, try, _ = lt.new(c, name)
+						lock, try, _ := lt.new(c, name)
 						start = time.Now()
 						refused("Lock of a held lock", start, lock(ctx))
 						start = time.Now()

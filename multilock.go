@@ -266,7 +266,8 @@ func (m *Multi) Unlock(ctx context.Context) error {
 // Lost returns a channel that is closed when any part of the Multi's
 // current hold is lost (its own Lost channel fires). A hold that ends by
 // Unlock is not lost, and its channel stays open. Before the first
-// successful Lock it returns nil.
+// successful Lock it returns nil: a receive from it blocks forever (nothing
+// held can be lost).
 //
 // The first call during a hold starts one goroutine that watches the
 // parts; it exits when a part is lost or the hold ends (the Unlock that

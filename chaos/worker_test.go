@@ -313,7 +313,7 @@ func (o *owner) once(ctx context.Context) {
 func (o *owner) release(id string, i int, mode byte, n int) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err, tries := unlockAgain(ctx, func() error { return o.handles[i].release(ctx, mode, n) })
+	tries, err := unlockAgain(ctx, func() error { return o.handles[i].release(ctx, mode, n) })
 	if d := o.debts[i]; d != nil && d.id == id {
 		tries++ // an owed unlock: its attempts began in an earlier call
 	}
@@ -343,12 +343,12 @@ func outcome(err error) string {
 // unlockAgain calls unlock until its outcome is known: an unlock whose
 // reply was lost (a network error) is safe to repeat, and must be, or the
 // hold stays with the handle until its next call.
-// It returns the last outcome and how many calls it took.
-func unlockAgain(ctx context.Context, unlock func() error) (error, int) {
+// It returns how many calls it took and the last outcome.
+func unlockAgain(ctx context.Context, unlock func() error) (int, error) {
 	for tries := 1; ; tries++ {
 		err := unlock()
 		if err == nil || errors.Is(err, relock.ErrNotHeld) || ctx.Err() != nil {
-			return err, tries
+			return tries, err
 		}
 		debugf("unlock attempt %d: %v", tries, err)
 		sleep(ctx, 50*time.Millisecond)
@@ -457,7 +457,7 @@ func (h exclusiveHandle) reenter(ctx context.Context) error {
 func nestedUnlock(unlock func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err, _ := unlockAgain(ctx, func() error { return unlock(ctx) })
+	_, err := unlockAgain(ctx, func() error { return unlock(ctx) })
 	return err
 }
 

@@ -3,9 +3,10 @@
 // and the lock is reentrant per handle like package reentrant.
 //
 // Data, all under the lock's {name} hash tag: the reentrant hash
-// relock:fair:{name} (owner token -> hold count, TTL = lease), a list
-// relock:fair:{name}:queue of waiting owners in arrival order, and a sorted
-// set relock:fair:{name}:timeouts of each waiter's liveness deadline.
+// relock:fair:{name} (owner token -> hold count, TTL = lease), the queue,
+// a sorted set relock:fair:{name}:queue (waiter -> arrival, the server's
+// time), and a sorted set relock:fair:{name}:timeouts (waiter -> the
+// server time by which it must show it is alive again).
 //
 // Where Redisson's fair lock goes wrong, and what this one does instead:
 //   - deadlines come from the server's clock (TIME inside the scripts),
@@ -16,8 +17,8 @@
 //     passes, so it delays the queue by about one heartbeat timeout
 //     (relock.WithHeartbeat, default 5 s), not minutes;
 //   - scripts never scan the queue: only dead waiters at its head are
-//     dropped, each once; only a waiter that gives up pays for finding
-//     itself in the list.
+//     dropped, each once, and a waiter that gives up removes its own
+//     entries (O(log n) in the queue's length).
 //
 // A blocking Lock joins the queue once, on its first attempt; TryLock never
 // joins it (and so fails while anyone is queued, even if the lock is free
@@ -168,7 +169,8 @@ func (l *Lock) Fingerprint() string { return core.Fingerprint(l.x.Token) }
 func (l *Lock) LostErr() error { return l.x.LostErr() }
 
 // Lost returns a channel closed when the current hold is lost (see
-// mutex.Mutex.Lost). Before the first successful Lock it returns nil.
+// mutex.Mutex.Lost). Before the first successful Lock it returns nil: a
+// receive from it blocks forever (nothing held can be lost).
 func (l *Lock) Lost() <-chan struct{} { return l.x.Lost() }
 
 // Fence returns the fencing token of the current hold (see

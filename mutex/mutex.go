@@ -5,8 +5,8 @@
 // random token, set with its lease in one atomic step only if absent: a
 // native SET NX PX when the lock is free (a script when it is not, or with
 // fencing). Release compares the token and deletes in one atomic step (a
-// script), and publishes a wake-up. An uncontended Lock+Unlock costs exactly
-// two Redis commands.
+// script), and publishes a wake-up (or hands the lock over, below). An
+// uncontended Lock+Unlock costs exactly two Redis commands.
 //
 // The native SET has one cost, in a double fault only: if the server stalls
 // past the client's read timeout while a Lock gives up, a copy of the SET
@@ -18,9 +18,13 @@
 // Without WithLease, the Client's watchdog renews the lease while the lock
 // is held.
 //
-// The mutex is not fair: a release wakes one waiter per Client, and any
-// owner may win the next acquire, including the one that just released it.
-// Use package fair when waiters must be served in arrival order.
+// The mutex is not fair, like sync.Mutex: a release wakes one waiter per
+// Client, and any owner may win the next acquire, including the one that
+// just released it, until the longest waiter has waited 2 ms
+// (sync.Mutex: 1 ms). From then on the release hands the lock to that
+// waiter directly (the release script makes it the owner and pushes it the
+// grant) and newcomers may not take it, so no waiter starves. Use package
+// fair when waiters must be served in arrival order.
 //
 // Mutual exclusion holds only while Redis keeps the key and the holder acts
 // before its local deadline; see the relock package documentation for the
@@ -195,8 +199,9 @@ func (m *Mutex) LostErr() error { return m.x.LostErr() }
 // lease ran out, the key was deleted or taken behind the holder's back, no
 // renewal was confirmed before the local deadline, or the Client was
 // closed. Work protected by the lock should stop when it fires. A hold that
-// ends with Unlock is not lost, and its channel stays open. Before the
-// first successful Lock it returns nil.
+// ends with Unlock is not lost, and its channel stays open. Before the first
+// successful Lock it returns nil: a receive from it blocks forever (nothing
+// held can be lost).
 func (m *Mutex) Lost() <-chan struct{} { return m.x.Lost() }
 
 // Fence returns the fencing token of the current hold (see

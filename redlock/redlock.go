@@ -372,7 +372,8 @@ func (m *Mutex) Held() bool {
 // majority before their local deadlines, the fixed lease ran out, or the
 // Clients were closed). Work protected by the lock should stop when it
 // fires. A hold that ends with Unlock is not lost, and its channel stays
-// open. Before the first successful Lock it returns nil.
+// open. Before the first successful Lock it returns nil: a receive from it
+// blocks forever (nothing held can be lost).
 func (m *Mutex) Lost() <-chan struct{} {
 	if h := m.last.Load(); h != nil {
 		return h.lost

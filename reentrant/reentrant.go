@@ -6,12 +6,16 @@
 // The lock is one Redis hash, relock:reentrant:{name}, whose only field is
 // the holder's owner token with its hold count as value, and whose TTL is
 // the lease. Every lock and partial unlock resets the lease to its full
-// length; the final unlock deletes the hash and wakes one waiter. Without
+// length; the final unlock deletes the hash and wakes one waiter (or hands
+// the lock over, below). Without
 // relock.WithLease, the Client's watchdog renews the lease while the lock
 // is held, registering the hold once (not once per re-entry).
 //
 // The lock is not fair: any owner may win the next acquire, including the
-// one that just released it. Use package fair for arrival order.
+// one that just released it, until the longest waiter has waited 2 ms;
+// then the final unlock hands the lock to that waiter directly (as
+// package mutex does) and newcomers may not take it. Use package fair for
+// arrival order.
 //
 // Ownership is per handle, not per goroutine (Go has no goroutine
 // identity): every goroutine using one handle shares its hold. Give each
@@ -150,7 +154,8 @@ func (l *Lock) Fingerprint() string { return core.Fingerprint(l.x.Token) }
 func (l *Lock) LostErr() error { return l.x.LostErr() }
 
 // Lost returns a channel closed when the current hold is lost (see
-// mutex.Mutex.Lost). Before the first successful Lock it returns nil.
+// mutex.Mutex.Lost). Before the first successful Lock it returns nil: a
+// receive from it blocks forever (nothing held can be lost).
 func (l *Lock) Lost() <-chan struct{} { return l.x.Lost() }
 
 // Fence returns the fencing token of the current hold (the same for every

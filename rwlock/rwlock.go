@@ -299,7 +299,8 @@ func (l *RWMutex) LostErr() error { return l.h.LostErr() }
 // back, no renewal was confirmed before the local deadline, or the Client
 // was closed. A handle's read and write holds are lost together. Holds
 // that end by unlocking are not lost, and their channel stays open. Before
-// the first successful acquire it returns nil.
+// the first successful acquire it returns nil: a receive from it blocks
+// forever (nothing held can be lost).
 func (l *RWMutex) Lost() <-chan struct{} {
 	return l.h.Lost()
 }

@@ -23,8 +23,6 @@ import (
 )
 
 // The calls of these tests run in goroutines (see redistest.Async).
-type result = redistest.Result
-
 var (
 	async   = redistest.Async
 	await   = redistest.Await

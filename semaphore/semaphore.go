@@ -257,7 +257,8 @@ func (s *Semaphore) ForceRelease(ctx context.Context) (bool, error) {
 // keys deleted), no renewal was confirmed before the local deadline, or
 // the Client was closed. All of a handle's permits are lost together.
 // Permits that end by Release are not lost, and their channel stays open.
-// Before the first successful acquire it returns nil.
+// Before the first successful acquire it returns nil: a receive from it
+// blocks forever (nothing held can be lost).
 func (s *Semaphore) Lost() <-chan struct{} { return s.h.Lost() }
 
 // LostErr returns why the handle's most recent permits were lost (an

@@ -20,10 +20,13 @@
 //
 // Owners are shown by their fingerprint (8 hex digits of a hash of the
 // owner's token, the same as in relock's events and logs), never by their
-// token. Lock types: mutex, reentrant, fair, rwlock; one name may have a
-// lock of each type. A fair lock whose hash is gone while waiters are still
-// queued (or an rwlock whose hash is gone while writers are still
-// registered as waiting) is shown as free, with its waiters.
+// token. Lock types: mutex, reentrant, fair, rwlock, semaphore (with its
+// permits: used and capacity) and latch; one name may have a lock of each
+// type. A lock's state is "held" or "free", an rwlock's "read" or
+// "write", and a latch's, which nobody holds, its count ("count 2"; "open"
+// at zero). A fair lock whose hash is gone while waiters are still queued
+// (or an rwlock whose hash is gone while writers are still registered as
+// waiting) is shown as free, with its waiters.
 //
 // list walks the keyspace with SCAN (never KEYS), on every master of a
 // cluster; request records, fencing counters and other auxiliary keys are

@@ -118,11 +118,8 @@ func writeDetails(w io.Writer, locks []inspect.Lock) error {
 		if l.HasFence {
 			head += ", fence " + strconv.FormatInt(l.Fence, 10)
 		}
-		switch l.Kind {
-		case "semaphore":
+		if l.Kind == "semaphore" {
 			head += fmt.Sprintf(", %d of %d permits used", l.Used, l.Permits)
-		case "latch":
-			head += fmt.Sprintf(", count %d", l.Count)
 		}
 		fmt.Fprintln(w, head)
 		if len(l.Owners) > 0 {
@@ -202,9 +199,15 @@ func writeList(w io.Writer, locks []inspect.Lock) error {
 
 func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
 
-// state is "held" or "free"; an rwlock's is its mode, "read" or "write".
+// state is "held" or "free"; an rwlock's is its mode, "read" or "write";
+// a latch's is its count, "count N", or "open" at zero (nobody holds a
+// latch: the count is what waiters wait on).
 func state(l inspect.Lock) string {
 	switch {
+	case l.Kind == "latch" && l.Count > 0:
+		return fmt.Sprintf("count %d", l.Count)
+	case l.Kind == "latch":
+		return "open"
 	case !l.Held:
 		return "free"
 	case l.Mode != "":

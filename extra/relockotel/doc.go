@@ -42,7 +42,8 @@
 // # Attributes
 //
 // Lock instruments carry relock.lock.type ("mutex", "reentrant", "fair",
-// "rwlock") and, for an rwlock's acquires and releases, relock.lock.mode
+// "rwlock", "semaphore" or "redlock"; a latch has no holds and records
+// nothing) and, for an rwlock's acquires and releases, relock.lock.mode
 // ("read" or "write"). relock.lock.held and relock.lock.losses carry the
 // type only: an rwlock hold may begin with a write and end with a read
 // unlock, and a loss ends both. The watchdog counters have no attributes:

@@ -54,9 +54,10 @@ var (
 )
 
 // Lock types and rwlock modes that this version knows: their attribute
-// sets are built once, in WithMetrics.
+// sets are built once, in WithMetrics. These are the types that emit
+// events (a latch emits none).
 var (
-	knownKinds = []string{"mutex", "reentrant", "fair", "rwlock"}
+	knownKinds = []string{"mutex", "reentrant", "fair", "rwlock", "semaphore", "redlock"}
 	knownModes = []string{"", "read", "write"}
 )
 

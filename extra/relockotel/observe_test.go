@@ -17,6 +17,8 @@ var holdEvents = []relock.Event{
 	{Type: relock.EventFailed, Kind: "mutex", Name: "n", Owner: "0123abcd", Wait: time.Second, Err: context.DeadlineExceeded},
 	{Type: relock.EventAcquired, Kind: "fair", Name: "n", Owner: "0123abcd", Wait: time.Millisecond},
 	{Type: relock.EventLost, Kind: "fair", Name: "n", Owner: "0123abcd", Held: time.Minute},
+	{Type: relock.EventAcquired, Kind: "semaphore", Name: "n", Owner: "0123abcd", Wait: time.Millisecond},
+	{Type: relock.EventReleased, Kind: "redlock", Name: "n", Owner: "0123abcd", Held: time.Second},
 	{Type: relock.EventRenewalFailed, Holds: 3},
 }
 

@@ -41,13 +41,19 @@ const ACLRules = "resetkeys ~relock:* resetchannels &relock:* -@all " +
 
 // ACLClusterRules are the rules that a user needs beyond ACLRules on a
 // Redis Cluster, through go-redis's ClusterClient: its view of the
-// cluster (CLUSTER SLOTS), following a slot in migration (ASKING, which
-// go-redis sends before a command an ASK reply redirected) and sharded
-// wake-ups (the scripts' SPUBLISH, the Client's SSUBSCRIBE and
-// SUNSUBSCRIBE). Every node needs the user: Redis does not spread ACLs
-// over a cluster. The README gives them as "ACL SETUSER relock " +
-// ACLClusterRules.
-const ACLClusterRules = "+cluster|slots +asking +spublish +ssubscribe +sunsubscribe"
+// cluster (CLUSTER SLOTS), the server's command table (COMMAND, which
+// newer go-redis sends to route by command policy: v9.23.0 does, and
+// without the rule asks again, refused, hundreds of times a second;
+// v9.7.3 does not), following a slot in migration (ASKING, which go-redis
+// sends before a command an ASK reply redirected) and sharded wake-ups
+// (the scripts' SPUBLISH, the Client's SSUBSCRIBE and SUNSUBSCRIBE).
+// go-redis sends COMMAND bare, so +command|info does not cover it, and
+// Redis 7.0 has no rule for the bare container alone: +command allows its
+// subcommands too (COMMAND COUNT, DOCS, GETKEYS, INFO, LIST...), all of
+// which only describe the command table. Every node needs the user: Redis
+// does not spread ACLs over a cluster. The README gives them as
+// "ACL SETUSER relock " + ACLClusterRules.
+const ACLClusterRules = "+cluster|slots +command +asking +spublish +ssubscribe +sunsubscribe"
 
 // ACLOperatorRules are the rules that the relock command (cmd/relock)
 // needs beyond ACLRules: SCAN (list) and HGETALL (inspect's scripts read

@@ -21,3 +21,7 @@ func TestDo(t *testing.T) { locktest.Do(t, kind) }
 func TestExtend(t *testing.T) { locktest.Extend(t, kind) }
 
 func TestLockFor(t *testing.T) { locktest.LockFor(t, kind) }
+
+func TestTokens(t *testing.T) { locktest.Tokens(t, kind) }
+
+func TestResume(t *testing.T) { locktest.Resume(t, kind) }

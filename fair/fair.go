@@ -157,6 +157,11 @@ func (l *Lock) Extend(ctx context.Context, d time.Duration) error {
 // mutex.Mutex.HoldContext).
 func (l *Lock) HoldContext(ctx context.Context) context.Context { return l.x.HoldContext(ctx) }
 
+// Resume adopts the hold that the handle's owner token has in Redis, with
+// its re-entry count (see mutex.Mutex.Resume): HoldCount then says how
+// many Unlocks end it.
+func (l *Lock) Resume(ctx context.Context) error { return l.x.Resume(ctx, "resume") }
+
 // Token returns the handle's owner token (see mutex.Mutex.Token).
 func (l *Lock) Token() string { return l.x.Token }
 

@@ -151,6 +151,22 @@ func (m *Mutex) Extend(ctx context.Context, d time.Duration) error {
 // matching relock.ErrNotHeld). It starts no goroutine.
 func (m *Mutex) HoldContext(ctx context.Context) context.Context { return m.x.HoldContext(ctx) }
 
+// Resume adopts the hold that the handle's owner token has in Redis: a
+// handle made with relock.WithToken takes over the hold of another handle
+// of that token (in another process, or before a restart). It then holds
+// the mutex as if it had locked it (with its fencing token): Unlock
+// releases it, Lost and HoldContext report its loss. Without a fixed
+// lease, the hold is renewed at once to the watchdog timeout, and by the
+// watchdog from then on; with relock.WithLease, its lease runs on from
+// where it is. One script call.
+//
+// It returns an error matching relock.ErrNotHeld, and changes nothing,
+// when the token holds nothing (never locked, released, expired, or taken
+// by another owner), and relock.ErrAlreadyHeld when this handle holds the
+// mutex. When Redis is unreachable it returns the error, and the handle
+// holds nothing.
+func (m *Mutex) Resume(ctx context.Context) error { return m.x.Resume(ctx, "resume") }
+
 // Token returns the handle's owner token: the capability that holds and
 // releases its locks, random unless the handle was made with
 // relock.WithToken. Give it only to the code that should own what this

@@ -21,3 +21,7 @@ func TestDo(t *testing.T) { sides(t, locktest.Do) }
 func TestExtend(t *testing.T) { sides(t, locktest.Extend) }
 
 func TestLockFor(t *testing.T) { sides(t, locktest.LockFor) }
+
+func TestTokens(t *testing.T) { sides(t, locktest.Tokens) }
+
+func TestResume(t *testing.T) { sides(t, locktest.Resume) }

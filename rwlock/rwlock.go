@@ -263,6 +263,11 @@ func (l *RWMutex) Extend(ctx context.Context, d time.Duration) error {
 // mutex.Mutex.HoldContext).
 func (l *RWMutex) HoldContext(ctx context.Context) context.Context { return l.h.HoldContext(ctx) }
 
+// Resume adopts the holds that the handle's owner token has in Redis,
+// read and write (see mutex.Mutex.Resume): ReadHoldCount and
+// WriteHoldCount then say how many RUnlocks and Unlocks end them.
+func (l *RWMutex) Resume(ctx context.Context) error { return l.h.Resume(ctx, "resume") }
+
 // Token returns the handle's owner token (see mutex.Mutex.Token).
 func (l *RWMutex) Token() string { return l.h.Token }
 

@@ -21,3 +21,7 @@ func TestDo(t *testing.T) { locktest.Do(t, sem1) }
 func TestExtend(t *testing.T) { locktest.Extend(t, sem1) }
 
 func TestLockFor(t *testing.T) { locktest.LockFor(t, sem1) }
+
+func TestTokens(t *testing.T) { locktest.Tokens(t, sem1) }
+
+func TestResume(t *testing.T) { locktest.Resume(t, sem1) }

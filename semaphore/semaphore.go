@@ -280,6 +280,15 @@ func (s *Semaphore) Extend(ctx context.Context, d time.Duration) error {
 // the Release of the last of them (see mutex.Mutex.HoldContext).
 func (s *Semaphore) HoldContext(ctx context.Context) context.Context { return s.h.HoldContext(ctx) }
 
+// Resume adopts the permits that the handle's owner token holds in Redis
+// (see mutex.Mutex.Resume): Held then says how many.
+func (s *Semaphore) Resume(ctx context.Context) error {
+	if err := s.check("resume", 1, false); err != nil {
+		return err
+	}
+	return s.h.Resume(ctx, "resume")
+}
+
 // Token returns the handle's owner token (see mutex.Mutex.Token).
 func (s *Semaphore) Token() string { return s.h.Token }
 

@@ -29,6 +29,7 @@ type Handle interface {
 	HoldContext(ctx context.Context) context.Context
 	Token() string
 	Fingerprint() string
+	Resume(ctx context.Context) error
 }
 
 // lockerOf returns h as a relock.Locker (for relock.Do): a Side's Locker,
@@ -101,6 +102,7 @@ type Holds interface {
 	HoldContext(ctx context.Context) context.Context
 	Token() string
 	Fingerprint() string
+	Resume(ctx context.Context) error
 }
 
 // LockFor implements Handle.
@@ -119,6 +121,9 @@ func (s Side) Token() string { return s.Holds.Token() }
 
 // Fingerprint implements Handle.
 func (s Side) Fingerprint() string { return s.Holds.Fingerprint() }
+
+// Resume implements Handle.
+func (s Side) Resume(ctx context.Context) error { return s.Holds.Resume(ctx) }
 
 // Fence implements Handle: a read hold has no fencing token.
 func (s Side) Fence() int64 { return 0 }

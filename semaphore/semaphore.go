@@ -76,6 +76,7 @@ import (
 
 	"github.com/relock-go/relock"
 	"github.com/relock-go/relock/internal/core"
+	"github.com/relock-go/relock/internal/force"
 	"github.com/relock-go/relock/internal/lockerr"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/watchdog"
@@ -207,16 +208,18 @@ func (s *Semaphore) Available(ctx context.Context) (int, error) {
 // their Lost channels fire and their releases return an error matching
 // relock.ErrNotHeld. A handle made with another capacity than the one in
 // use gets an error matching relock.ErrCapacityMismatch, and nothing is
-// changed.
+// changed. It is applied once even when resent after a lost reply (it
+// never takes back permits granted since, such as those it granted), and
+// what a network error leaves unknown, is as for mutex.Mutex.ForceUnlock.
 func (s *Semaphore) ForceRelease(ctx context.Context) (bool, error) {
 	if err := s.check("force-release", 1, false); err != nil {
 		return false, err
 	}
-	n, err := s.h.RunShared(ctx, scripts.SemForceRelease, s.p.queries, s.p.permits, s.h.Keys.Channel).Int()
+	out, err := force.Unlock(ctx, &s.h.Owner, s.p.permits, nil)
 	if err != nil {
 		return false, s.errorf("force-release", s.p.mismatch(err))
 	}
-	return n == 1, nil
+	return out == force.Deleted, nil
 }
 
 // Lost returns a channel that is closed when the handle's current permits

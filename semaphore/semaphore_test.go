@@ -47,13 +47,13 @@ var newClient = redistest.NewClient
 func key(name string) string { return "relock:semaphore:{" + name + "}" }
 
 // semKeys returns the keys of the semaphore called name other than
-// request records (which live up to a lease by design; see
-// core.RecordTTL).
+// request records (which live up to a lease by design, see
+// core.RecordTTL; a force-release's, force.MaxRecordTTL).
 func semKeys(t *testing.T, s *redistest.Server, name string) []string {
 	t.Helper()
 	var out []string
 	for _, k := range s.Keys(t, key(name)+"*") {
-		if !strings.HasPrefix(k, key(name)+":r:") {
+		if !strings.HasPrefix(k, key(name)+":r:") && !strings.HasPrefix(k, key(name)+":f:") {
 			out = append(out, k)
 		}
 	}
@@ -909,6 +909,8 @@ func (q queries) ForceUnlock(ctx context.Context) (bool, error) { return q.s.For
 func TestLostHoldRefusesLock(t *testing.T) { locktest.LostHoldRefusesLock(t, sem1) }
 
 func TestOperator(t *testing.T) { locktest.Operator(t, sem1) }
+
+func TestForceUnlockResent(t *testing.T) { locktest.ForceUnlockResent(t, sem1) }
 
 func TestEvents(t *testing.T) { locktest.Events(t, sem1) }
 

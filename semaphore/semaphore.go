@@ -206,7 +206,10 @@ func (s *Semaphore) Available(ctx context.Context) (int, error) {
 // holders learn it at their watchdog's next renewal (within a third of
 // the watchdog timeout; with a fixed lease, at their local deadline):
 // their Lost channels fire and their releases return an error matching
-// relock.ErrNotHeld. A handle made with another capacity than the one in
+// relock.ErrNotHeld. A former holder that was waiting in Acquire for more
+// permits is not granted them: that Acquire returns an error matching
+// relock.ErrNotHeld at its next attempt (within about a second), by when
+// its Lost channel has fired. A handle made with another capacity than the one in
 // use gets an error matching relock.ErrCapacityMismatch, and nothing is
 // changed. It is applied once even when resent after a lost reply (it
 // never takes back permits granted since, such as those it granted), and

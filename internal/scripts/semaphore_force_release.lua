@@ -17,6 +17,11 @@
 -- error "RELOCK_CAPACITY <c>" when the semaphore is in use with capacity
 -- c, not ARGV[1] (nothing is changed). A second run of the request
 -- answers as the first.
+--
+-- A former holder that is also waiting for more permits is not granted
+-- them: its queue entry is dropped, so that its next attempt finds its
+-- permits gone and reports them lost (a grant would merge with the count
+-- it believes it still holds, and it would never learn of the loss).
 local key, rk, ok, ttl = KEYS[1], KEYS[2], KEYS[3], ARGV[3]
 local done = force_replayed(rk)
 if done then return done end
@@ -34,8 +39,12 @@ if want then
   local r = force_check(holders, want, n)
   if r then return force_done(rk, r, ttl) end
 end
+local former = {}
+for _, tok in ipairs(redis.call('ZRANGE', ok, 0, -1)) do
+  former[tok] = true
+end
 local deleted = redis.call('DEL', key, ok)
-sem_admit(key, ok, KEYS[4], KEYS[5], ARGV[2], cap, now, false)
+sem_admit(key, ok, KEYS[4], KEYS[5], ARGV[2], cap, now, false, former)
 sem_fit(key, ok, now)
 if deleted > 0 then return force_done(rk, 1, ttl) end
 return force_done(rk, 0, ttl)

@@ -54,10 +54,11 @@
 // each owner's permits (with the capacity and the total held), a sorted
 // set relock:semaphore:{name}:owners of each owner's expiry (server
 // time), the waiters' queue relock:semaphore:{name}:queue and their
-// liveness deadlines :timeouts, and each handle's request record
-// :r:<token> (seconds). Every key has a TTL; once holders and waiters are
-// gone (released, given up or crashed), nothing is left, within one
-// lease.
+// liveness deadlines :timeouts, each handle's request record :r:<token>
+// (seconds) and a ForceRelease's :f:<request id> (15 s). Every key has a
+// TTL; once holders and waiters are gone (released, given up or crashed),
+// nothing is left, within one lease (a ForceRelease's record, within
+// 15 s).
 //
 // # Limits
 //

@@ -37,6 +37,7 @@ import (
 
 	"github.com/relock-go/relock"
 	"github.com/relock-go/relock/internal/core"
+	"github.com/relock-go/relock/internal/force"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/watchdog"
 )
@@ -59,7 +60,7 @@ type Lock struct {
 // timeout.
 func New(c *relock.Client, name string, opts ...relock.LockOption) *Lock {
 	o := core.NewOwner(c, "fair", name, core.Options(opts))
-	prefix := o.Keys.Sub("w:") // channel prefix; channels are not keys
+	prefix := o.Keys.WaitPrefix()
 	l := &Lock{prefix: prefix}
 	l.x = core.NewExclusive(o, core.Scripts{
 		Acquire: scripts.FairAcquire,
@@ -134,12 +135,10 @@ func (l *Lock) RemainingLease(ctx context.Context) (time.Duration, error) {
 // after a bug). The former holder learns it at its watchdog's next renewal
 // (within a third of the watchdog timeout; with a fixed lease, at its
 // local deadline): its Lost channel fires and its Unlock returns an error
-// matching relock.ErrNotHeld.
-func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
-	k := l.x.Keys
-	return l.x.ForceUnlockBy(ctx, scripts.FairForceUnlock,
-		[]string{k.Lock, k.Fence, k.Record(l.x.Token), k.Queue, k.Timeouts}, l.prefix)
-}
+// matching relock.ErrNotHeld. It is applied once even when resent after a
+// lost reply, and what a network error leaves unknown, is as for
+// mutex.Mutex.ForceUnlock.
+func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) { return force.Any(ctx, &l.x.Owner) }
 
 // Held reports whether this handle holds the lock now, as far as it
 // knows: true from a successful Lock to the matching final Unlock, unless

@@ -452,6 +452,8 @@ func TestLostHoldRefusesLock(t *testing.T) { locktest.LostHoldRefusesLock(t, kin
 
 func TestOperator(t *testing.T) { locktest.Operator(t, kind) }
 
+func TestForceUnlockResent(t *testing.T) { locktest.ForceUnlockResent(t, kind) }
+
 func TestEvents(t *testing.T) { locktest.Events(t, kind) }
 
 func TestObserverPanics(t *testing.T) { locktest.ObserverPanics(t, kind) }

@@ -38,6 +38,7 @@ import (
 
 	"github.com/relock-go/relock"
 	"github.com/relock-go/relock/internal/core"
+	"github.com/relock-go/relock/internal/force"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/watchdog"
 )
@@ -201,7 +202,18 @@ func (m *Mutex) RemainingLease(ctx context.Context) (time.Duration, error) {
 // third of the watchdog timeout; with a fixed lease, at its local
 // deadline): its Lost channel fires and its Unlock returns an error
 // matching relock.ErrNotHeld.
-func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) { return m.x.ForceUnlock(ctx) }
+//
+// It is one script call, applied once: when its reply is lost and
+// go-redis sends it again (or the handle does, after a Redis Cluster
+// refused it while the lock's slot moved), the second run answers as the
+// first did, and never deletes the hold of an owner that took the lock
+// meanwhile (such as the waiter it woke). Its request leaves a record
+// under the lock's hash tag, which expires after 15 s. If Redis cannot be
+// reached it returns the error, and whether the lock was deleted is
+// unknown; calling ForceUnlock again is a new request, which deletes the
+// lock as it is then, whoever holds it. To delete only the hold of the
+// owner you saw, use the relock command's force-unlock (cmd/relock).
+func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) { return force.Any(ctx, &m.x.Owner) }
 
 // LostErr returns why the handle's most recent hold was lost, or nil if it
 // was not lost: an error matching relock.ErrNotHeld and exactly one of

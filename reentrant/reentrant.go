@@ -31,6 +31,7 @@ import (
 
 	"github.com/relock-go/relock"
 	"github.com/relock-go/relock/internal/core"
+	"github.com/relock-go/relock/internal/force"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/watchdog"
 )
@@ -123,8 +124,10 @@ func (l *Lock) RemainingLease(ctx context.Context) (time.Duration, error) {
 // The former holder learns it at its watchdog's next renewal (within a
 // third of the watchdog timeout; with a fixed lease, at its local
 // deadline): its Lost channel fires and its Unlock returns an error
-// matching relock.ErrNotHeld.
-func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) { return l.x.ForceUnlock(ctx) }
+// matching relock.ErrNotHeld. It is applied once even when resent after a
+// lost reply, and what a network error leaves unknown, is as for
+// mutex.Mutex.ForceUnlock.
+func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) { return force.Any(ctx, &l.x.Owner) }
 
 // Held reports whether this handle holds the lock now, as far as it
 // knows: true from a successful Lock to the matching final Unlock, unless

@@ -56,7 +56,7 @@ import (
 
 	"github.com/relock-go/relock"
 	"github.com/relock-go/relock/internal/core"
-	"github.com/relock-go/relock/internal/scripts"
+	"github.com/relock-go/relock/internal/force"
 	"github.com/relock-go/relock/internal/watchdog"
 )
 
@@ -246,9 +246,12 @@ func (l *RWMutex) RemainingLease(ctx context.Context) (time.Duration, error) {
 // (a lock stuck after a bug). The former holders learn it at their
 // watchdog's next renewal (within a third of the watchdog timeout; with a
 // fixed lease, at their local deadline): their Lost channels fire and
-// their unlocks return an error matching relock.ErrNotHeld.
+// their unlocks return an error matching relock.ErrNotHeld. It is applied
+// once even when resent after a lost reply (it never deletes the hold of
+// a writer it granted the lock to, or of a reader it woke), and what a
+// network error leaves unknown, is as for mutex.Mutex.ForceUnlock.
 func (l *RWMutex) ForceUnlock(ctx context.Context) (bool, error) {
-	return l.h.ForceUnlockBy(ctx, scripts.RWForceUnlock, l.p.keys, l.h.Keys.Channel)
+	return force.Any(ctx, &l.h.Owner)
 }
 
 // Extend sets the remaining lease of the handle's holds (read and write:

@@ -36,12 +36,13 @@ var newClient = redistest.NewClient
 func lockKey(name string) string { return "relock:rwlock:{" + name + "}" }
 
 // lockKeys returns the keys of the lock called name other than request
-// records (which live up to a lease by design; see core.RecordTTL).
+// records (which live up to a lease by design, see core.RecordTTL; a
+// force-unlock's, force.MaxRecordTTL).
 func lockKeys(t *testing.T, s *redistest.Server, name string) []string {
 	t.Helper()
 	var out []string
 	for _, k := range s.Keys(t, lockKey(name)+"*") {
-		if !strings.HasPrefix(k, lockKey(name)+":r:") {
+		if !strings.HasPrefix(k, lockKey(name)+":r:") && !strings.HasPrefix(k, lockKey(name)+":f:") {
 			out = append(out, k)
 		}
 	}
@@ -1070,6 +1071,8 @@ func sides(t *testing.T, f func(t *testing.T, k locktest.Kind)) {
 func TestLostHoldRefusesLock(t *testing.T) { sides(t, locktest.LostHoldRefusesLock) }
 
 func TestOperator(t *testing.T) { sides(t, locktest.Operator) }
+
+func TestForceUnlockResent(t *testing.T) { sides(t, locktest.ForceUnlockResent) }
 
 func TestEvents(t *testing.T) { sides(t, locktest.Events) }
 

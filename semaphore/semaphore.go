@@ -54,10 +54,11 @@
 // each owner's permits (with the capacity and the total held), a sorted
 // set relock:semaphore:{name}:owners of each owner's expiry (server
 // time), the waiters' queue relock:semaphore:{name}:queue and their
-// liveness deadlines :timeouts, and each handle's request record
-// :r:<token> (seconds). Every key has a TTL; once holders and waiters are
-// gone (released, given up or crashed), nothing is left, within one
-// lease.
+// liveness deadlines :timeouts, each handle's request record :r:<token>
+// (seconds) and a ForceRelease's :f:<request id> (15 s). Every key has a
+// TTL; once holders and waiters are gone (released, given up or crashed),
+// nothing is left, within one lease (a ForceRelease's record, within
+// 15 s).
 //
 // # Limits
 //
@@ -77,6 +78,7 @@ import (
 
 	"github.com/relock-go/relock"
 	"github.com/relock-go/relock/internal/core"
+	"github.com/relock-go/relock/internal/force"
 	"github.com/relock-go/relock/internal/lockerr"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/watchdog"
@@ -238,18 +240,23 @@ func (s *Semaphore) Available(ctx context.Context) (int, error) {
 // holders learn it at their watchdog's next renewal (within a third of
 // the watchdog timeout; with a fixed lease, at their local deadline):
 // their Lost channels fire and their releases return an error matching
-// relock.ErrNotHeld. A handle made with another capacity than the one in
+// relock.ErrNotHeld. A former holder that was waiting in Acquire for more
+// permits is not granted them: that Acquire returns an error matching
+// relock.ErrNotHeld at its next attempt (within about a second), by when
+// its Lost channel has fired. A handle made with another capacity than the one in
 // use gets an error matching relock.ErrCapacityMismatch, and nothing is
-// changed.
+// changed. It is applied once even when resent after a lost reply (it
+// never takes back permits granted since, such as those it granted), and
+// what a network error leaves unknown, is as for mutex.Mutex.ForceUnlock.
 func (s *Semaphore) ForceRelease(ctx context.Context) (bool, error) {
 	if err := s.check("force-release", 1, false); err != nil {
 		return false, err
 	}
-	n, err := s.h.RunShared(ctx, scripts.SemForceRelease, s.p.queries, s.p.permits, s.h.Keys.Channel).Int()
+	out, err := force.Unlock(ctx, &s.h.Owner, s.p.permits, nil)
 	if err != nil {
 		return false, s.errorf("force-release", s.p.mismatch(err))
 	}
-	return n == 1, nil
+	return out == force.Deleted, nil
 }
 
 // Lost returns a channel that is closed when the handle's current permits

@@ -47,13 +47,13 @@ var newClient = redistest.NewClient
 func key(name string) string { return "relock:semaphore:{" + name + "}" }
 
 // semKeys returns the keys of the semaphore called name other than
-// request records (which live up to a lease by design; see
-// core.RecordTTL).
+// request records (which live up to a lease by design, see
+// core.RecordTTL; a force-release's, force.MaxRecordTTL).
 func semKeys(t *testing.T, s *redistest.Server, name string) []string {
 	t.Helper()
 	var out []string
 	for _, k := range s.Keys(t, key(name)+"*") {
-		if !strings.HasPrefix(k, key(name)+":r:") {
+		if !strings.HasPrefix(k, key(name)+":r:") && !strings.HasPrefix(k, key(name)+":f:") {
 			out = append(out, k)
 		}
 	}
@@ -913,6 +913,8 @@ func TestLostHoldRefusesLock(t *testing.T) { locktest.LostHoldRefusesLock(t, sem
 
 func TestOperator(t *testing.T) { locktest.Operator(t, sem1) }
 
+func TestForceUnlockResent(t *testing.T) { locktest.ForceUnlockResent(t, sem1) }
+
 func TestEvents(t *testing.T) { locktest.Events(t, sem1) }
 
 func TestObserverPanics(t *testing.T) { locktest.ObserverPanics(t, sem1) }
@@ -1049,6 +1051,47 @@ func TestForceReleaseLosesFormerHolder(t *testing.T) {
 		ok, err := o2.TryAcquire(ctx, 2)
 		require.NoError(t, err)
 		assert.True(t, ok)
+	})
+}
+
+// TestForceReleaseHolderWaiting: a holder that waits for more permits
+// when they are force-released is told that its permits are gone. A holds
+// 1 of 3 and waits in Acquire(2), X holds 2: after ForceRelease, A's hold
+// is lost (Lost fires, its Acquire and its Release return ErrNotHeld), and
+// A is not granted 2 permits that would silently merge with the 1 it
+// believes it still holds (it would end up holding 3, and its Release(1)
+// would succeed).
+func TestForceReleaseHolderWaiting(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := testCtx(t)
+		// Renewals every 300 ms: X learns of the force-release at its next.
+		c, rdb := newClient(t, s, relock.WithWatchdogTimeout(900*time.Millisecond))
+		name := redistest.Name(t)
+		a, x, op := semaphore.New(c, name, 3), semaphore.New(c, name, 3), semaphore.New(c, name, 3)
+		require.NoError(t, a.Acquire(ctx, 1))
+		require.NoError(t, x.Acquire(ctx, 2))
+		more := async(func() error { return a.Acquire(ctx, 2) })
+		require.Eventually(t, func() bool { return rdb.ZCard(ctx, key(name)+":queue").Val() == 1 },
+			5*time.Second, 2*time.Millisecond, "A never queued")
+
+		forced, err := op.ForceRelease(ctx)
+		require.NoError(t, err)
+		require.True(t, forced)
+		r := await(t, more, 5*time.Second, "A's Acquire(2) after ForceRelease")
+		assert.ErrorIs(t, r.Err, relock.ErrNotHeld, "A's Acquire(2) merged a grant with its taken-back permit")
+		for _, h := range []*semaphore.Semaphore{x, a} {
+			select {
+			case <-h.Lost():
+				assert.ErrorIs(t, h.LostErr(), relock.ErrLockGone)
+			case <-time.After(5 * time.Second):
+				t.Fatal("a force-released holder's Lost never fired")
+			}
+		}
+		assert.Zero(t, a.Held())
+		assert.ErrorIs(t, a.Release(ctx, 1), relock.ErrNotHeld, "A's release of its taken-back permit")
+		assert.Equal(t, 3, available(t, op), "permits left to A after the force-release")
+		assert.True(t, try(t, op, 3), "the capacity is free again")
+		require.NoError(t, op.Release(ctx, 3))
 	})
 }
 

@@ -3,7 +3,7 @@
 //
 //	relock [flags] inspect NAME        every lock called NAME: owners, counts, TTL, waiters
 //	relock [flags] list [PATTERN]      the locks whose name matches PATTERN (Redis glob, default *)
-//	relock [flags] force-unlock NAME   delete the locks called NAME, whoever holds them
+//	relock [flags] force-unlock NAME   delete the locks called NAME, held by the owners shown
 //	relock [flags] watch NAME          inspect NAME again every -interval until interrupted
 //
 // Flags (before or after the subcommand):
@@ -32,12 +32,26 @@
 // cluster; request records, fencing counters and other auxiliary keys are
 // not locks and are not listed.
 //
-// force-unlock asks for confirmation on stdin for each lock it deletes,
-// unless -yes, and wakes the lock's waiters; the former holder learns of
-// it at its next renewal.
+// force-unlock shows each held lock's holders and asks for confirmation on
+// stdin, unless -yes; it deletes the lock only while exactly the holders
+// shown (or, with -yes, read) hold it, and wakes the lock's waiters; the
+// former holders learn of it at their next renewal. "Exactly the holders
+// shown" means the same owners, no more and no fewer, each whatever its
+// hold count, read or write mode or permits now: an owner that re-entered
+// or took or gave back permits meanwhile is still the one confirmed, while
+// a holder that released everything, or a new one, makes the holders
+// differ. Then nothing is deleted: the command prints the new holders and
+// asks again about them; with -yes it deletes nothing of that lock and
+// exits with status 1. Each deletion is one request that Redis applies
+// once, even when resent after a lost reply or a Cluster's refusal while
+// the lock's slot moves. With -json it prints one object per lock it
+// deleted, found released, or (with -yes) kept: kind, name, deleted,
+// owners (the holders asked about, or read), and for a lock whose holders
+// changed, "changed": true and now_owners.
 //
 // Exit status: 0 on success, 1 when the command failed (no such lock,
-// nothing deleted, Redis unreachable), 2 for a usage error.
+// nothing deleted, with -yes a lock whose holders changed, Redis
+// unreachable), 2 for a usage error.
 package main
 
 import "os"

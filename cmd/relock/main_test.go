@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -39,9 +40,15 @@ type result struct {
 // relockCmd runs the command with args and stdin.
 func relockCmd(t *testing.T, stdin string, args ...string) result {
 	t.Helper()
+	return relockCmdIn(t, strings.NewReader(stdin), args...)
+}
+
+// relockCmdIn runs the command with args, reading stdin.
+func relockCmdIn(t *testing.T, stdin io.Reader, args ...string) result {
+	t.Helper()
 	var out, errw bytes.Buffer
 	start := time.Now()
-	code := run(args, strings.NewReader(stdin), &out, &errw)
+	code := run(args, stdin, &out, &errw)
 	r := result{code: code, stdout: out.String(), stderr: errw.String(), took: time.Since(start)}
 	t.Logf("relock %s: exit %d in %v\n%s%s", strings.Join(args, " "), r.code, r.took.Round(time.Millisecond), r.stdout, r.stderr)
 	return r

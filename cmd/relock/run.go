@@ -73,7 +73,7 @@ var commands = []*command{
 	{name: "list", args: "[PATTERN]", min: 0, max: 1, run: cmdList,
 		help: "the locks whose name matches PATTERN (glob, default *)"},
 	{name: "force-unlock", args: "NAME", min: 1, max: 1, run: cmdForceUnlock,
-		help: "delete the locks called NAME, wake their waiters"},
+		help: "delete the locks NAME if held by the owners shown"},
 	{name: "watch", args: "NAME", min: 1, max: 1, run: cmdWatch, flags: watchFlags,
 		help: "inspect NAME every -interval (or -count N times)"},
 }

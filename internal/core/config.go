@@ -125,6 +125,10 @@ func NewKeys(kind, name string) Keys {
 // Sub returns an auxiliary key of the lock (same hash tag).
 func (k Keys) Sub(suffix string) string { return k.base + ":" + suffix }
 
+// WaitPrefix is the prefix of a fair-lock waiter's own wake-up channel,
+// which its owner token completes (a channel, not a key).
+func (k Keys) WaitPrefix() string { return k.base + ":w:" }
+
 // Absent returns a key of the lock's slot that nothing ever creates. On a
 // Redis Cluster every script that Owner.Run sends declares it (not the
 // watchdog's renewals, which only extend keys and must keep following a

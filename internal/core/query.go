@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/relock-go/relock/internal/scripts"
 )
 
 // IsLocked reports whether anyone holds the lock (one EXISTS).
@@ -52,25 +50,6 @@ func (o *Owner) HashCount(ctx context.Context, field string) (int, error) {
 		return 0, o.errorf("hold-count", err)
 	}
 	return n, nil
-}
-
-// ForceUnlock deletes the lock whatever its owner and wakes every waiter.
-// It reports whether there was a lock to delete.
-func (o *Owner) ForceUnlock(ctx context.Context) (bool, error) {
-	return o.ForceUnlockBy(ctx, scripts.ForceUnlock, []string{o.Keys.Lock}, o.Keys.Channel)
-}
-
-// ForceUnlockBy is ForceUnlock with a lock type's own script, which replies
-// 1 when it deleted a lock and 0 when there was none.
-func (o *Owner) ForceUnlockBy(ctx context.Context, s *redis.Script, keys []string, args ...any) (bool, error) {
-	if err := o.Check(); err != nil {
-		return false, o.errorf("force-unlock", err)
-	}
-	n, err := o.RunShared(ctx, s, keys, args...).Int()
-	if err != nil {
-		return false, o.errorf("force-unlock", err)
-	}
-	return n == 1, nil
 }
 
 // errorf wraps err with the lock's kind, the operation and the lock's name:

@@ -13,7 +13,9 @@
 // share its {name} hash tag, so the scripts also run on a Redis Cluster.
 //
 // Owner tokens never leave this package: owners are shown by their
-// fingerprint (core.Fingerprint), as in relock's events and logs.
+// fingerprint (core.Fingerprint), as in relock's events and logs. A Lock
+// keeps its owners' tokens hidden for ForceUnlock, which deletes it only
+// while those owners hold it (force.go).
 package inspect
 
 import (
@@ -63,6 +65,25 @@ type Lock struct {
 	// HasFence: the counter exists only for locks used WithFencing.
 	Fence    int64
 	HasFence bool
+
+	// holders has the Owners' tokens, for ForceUnlock. They never leave
+	// this package; behind a pointer, fmt's %v shows an address, not
+	// them.
+	holders *holders
+}
+
+// holders are a lock's owner tokens.
+type holders struct{ tokens []string }
+
+// setTokens keeps the tokens of l's Owners.
+func (l *Lock) setTokens(tokens []string) { l.holders = &holders{tokens: tokens} }
+
+// addToken adds the token of an owner appended to l's Owners.
+func (l *Lock) addToken(tok string) {
+	if l.holders == nil {
+		l.holders = &holders{}
+	}
+	l.holders.tokens = append(l.holders.tokens, tok)
 }
 
 // Owner is one holder of a lock.

@@ -46,6 +46,7 @@ func decodeMutex(name string, reply any) (Lock, bool, error) {
 	if v, held := replyString(a[2]); held {
 		l.Held = true
 		l.Owners = []Owner{{Fingerprint: core.Fingerprint(mutexToken(v)), Count: 1}}
+		l.setTokens([]string{mutexToken(v)})
 	}
 	if !l.Held && len(l.Queue) == 0 {
 		return Lock{}, false, nil

@@ -52,14 +52,17 @@ func decodeQueue(v any, now int64) []Waiter {
 	return out
 }
 
-// ownerCounts turns a hash of owner token -> hold count into owners,
-// leaving out the "fence" field the exclusive locks keep beside them.
-func ownerCounts(pairs [][2]string) []Owner {
+// ownerCounts turns a hash of owner token -> hold count into owners and
+// their tokens, leaving out the "fence" field the exclusive locks keep
+// beside them.
+func ownerCounts(pairs [][2]string) ([]Owner, []string) {
 	owners := pairs[:0:0]
+	var tokens []string
 	for _, p := range pairs {
 		if p[0] != "fence" {
 			owners = append(owners, p)
+			tokens = append(tokens, p[0])
 		}
 	}
-	return countOwners(owners)
+	return countOwners(owners), tokens
 }

@@ -51,7 +51,10 @@ func decodeHashLock(kind, name string, reply any) (Lock, bool, error) {
 	if err != nil {
 		return Lock{}, false, err
 	}
-	l := Lock{Kind: kind, Name: name, TTL: ttl(a[3]), Owners: ownerCounts(replyPairs(a[2])), Queue: decodeQueue(a[5], now)}
+	l := Lock{Kind: kind, Name: name, TTL: ttl(a[3]), Queue: decodeQueue(a[5], now)}
+	owners, tokens := ownerCounts(replyPairs(a[2]))
+	l.Owners = owners
+	l.setTokens(tokens)
 	l.Held = len(l.Owners) > 0
 	if !l.Held && len(l.Queue) == 0 {
 		return Lock{}, false, nil

@@ -75,6 +75,7 @@ func decodeRWLock(name string, reply any) (Lock, bool, error) {
 		}
 		l.Owners = append(l.Owners, Owner{Fingerprint: core.Fingerprint(tok),
 			Count: int(r + w), Read: int(r), Write: int(w), Expires: ms(int64(exp) - now)})
+		l.addToken(tok)
 		if w > 0 && tok == writer {
 			l.Mode = "write"
 		} else if l.Mode == "" {

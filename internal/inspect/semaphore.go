@@ -64,6 +64,7 @@ func decodeSemaphore(name string, reply any) (Lock, bool, error) {
 			continue // lapsed: no longer counts, taken back by the next call
 		}
 		l.Owners = append(l.Owners, Owner{Fingerprint: core.Fingerprint(p[0]), Count: held[p[0]], Expires: ms(int64(exp) - now)})
+		l.addToken(p[0])
 		l.Used += held[p[0]]
 	}
 	sortOwners(l.Owners)

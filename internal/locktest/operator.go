@@ -1,9 +1,11 @@
 package locktest
 
 import (
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -81,5 +83,62 @@ func Operator(t *testing.T, k Kind) {
 		locked, err = q.IsLocked(ctx)
 		require.NoError(t, err)
 		assert.False(t, locked)
+	})
+}
+
+// ForceUnlockResent: a force-unlock whose reply is lost, and that go-redis
+// sends again (after its read timeout) once the waiter it woke has taken
+// the lock, must not delete that waiter's hold: the second run answers as
+// the first did. Otherwise the waiter goes on holding as far as it knows
+// (Held, no Lost) while a third owner's TryLock gets in: two owners inside
+// at once.
+func ForceUnlockResent(t *testing.T, k Kind) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := testCtx(t)
+		c, _ := redistest.NewClient(t, s)
+		name := redistest.Name(t)
+		holder, waiter, third := k.New(c, name), k.waiter(c, name), k.New(c, name)
+
+		// The operator's own client, whose first reply to a script on the
+		// lock is lost; go-redis resends it (its default retries).
+		lose := &redistest.LoseReply{}
+		ordb := s.Client(t, func(o *redis.Options) { o.ReadTimeout = 10 * time.Second })
+		lose.Install(ordb)
+		oc := relock.New(ordb)
+		t.Cleanup(func() { _ = oc.Close() })
+		q := k.New(oc, name).(Queries)
+
+		require.NoError(t, holder.Lock(ctx))
+		got := make(chan error, 1)
+		go func() { got <- waiter.Lock(ctx) }()
+		time.Sleep(200 * time.Millisecond) // the waiter is subscribed and waiting
+		var woken error
+		lose.OnLost = func() {
+			// While the reply is on its way (and lost), the woken waiter
+			// takes the lock.
+			select {
+			case woken = <-got:
+			case <-time.After(5 * time.Second):
+				woken = errors.New("the waiter did not get the force-unlocked lock")
+			}
+		}
+		lose.Arm([]byte(name))
+		deleted, err := q.ForceUnlock(ctx)
+		require.NoError(t, err)
+		require.EqualValues(t, 1, lose.Lost.Load(), "no reply was lost: nothing was tested")
+		assert.True(t, deleted, "the resent force-unlock answers as the first run did")
+		require.NoError(t, woken)
+		assert.True(t, waiter.Held())
+
+		ok, err := third.TryLock(ctx)
+		require.NoError(t, err)
+		if !assert.False(t, ok, "a third owner got in while the woken waiter holds the lock") {
+			require.NoError(t, third.Unlock(ctx))
+		}
+		locked, err := q.IsLocked(ctx)
+		require.NoError(t, err)
+		assert.True(t, locked, "the resend deleted the woken waiter's hold")
+		assert.Nil(t, waiter.LostErr())
+		require.NoError(t, waiter.Unlock(ctx), "the woken waiter's hold was deleted")
 	})
 }

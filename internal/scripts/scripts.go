@@ -39,6 +39,8 @@ var (
 	handoffLua string
 	//go:embed renew.lua
 	renew string
+	//go:embed force.lua
+	force string
 	//go:embed force_unlock.lua
 	forceUnlock string
 	//go:embed resume.lua
@@ -72,7 +74,9 @@ var (
 	ReentrantLeave   = newScript(barging(reentrantLeave))
 	Renew            = newScript(clock + renew)
 	Resume           = newScript(clock + resume)
-	ForceUnlock      = newScript(forceUnlock)
+	// ForceUnlock is the force-unlock of a mutex and a reentrant lock;
+	// every force-unlock script shares the functions of force.lua.
+	ForceUnlock = newScript(force + forceUnlock)
 	// Scripts that change a lock share the functions of record.lua; the
 	// fair-lock scripts also those of fair_common.lua.
 	FairAcquire = newScript(fair(fairAcquire))
@@ -80,7 +84,7 @@ var (
 	FairAbort   = newScript(fair(fairAbort))
 	FairLeave   = newScript(fair(fairLeave))
 	// FairForceUnlock wakes the queue's head, not the lock's channel.
-	FairForceUnlock = newScript(fair(fairForceUnlock))
+	FairForceUnlock = newScript(fair(force + fairForceUnlock))
 )
 
 // The read/write-lock scripts; those that change a hold also share the
@@ -106,7 +110,7 @@ var (
 	RWAbort       = newScript(rw(rwlockAbort))
 	RWLeave       = newScript(rw(rwlockLeave))
 	RWCount       = newScript(clock + rwlockCount)
-	RWForceUnlock = newScript(rw(rwlockForceUnlock))
+	RWForceUnlock = newScript(rw(force + rwlockForceUnlock))
 )
 
 // fair prepends what every fair-lock script uses.
@@ -141,7 +145,7 @@ var (
 	SemAbort        = newScript(sem(semaphoreAbort))
 	SemLeave        = newScript(sem(semaphoreLeave))
 	SemAvailable    = newScript(sem(semaphoreAvailable))
-	SemForceRelease = newScript(sem(semaphoreForceRelease))
+	SemForceRelease = newScript(sem(force + semaphoreForceRelease))
 )
 
 // sem prepends what every semaphore script uses.

@@ -97,18 +97,27 @@ end
 -- head's request fits in the free permits; it stops at the first that
 -- does not fit, or at entry stop (the caller's own, which it takes by
 -- itself). It returns the entry it stopped at, or false (queue empty).
-local function sem_admit(key, ok, qk, tk, channel, cap, now, stop)
+-- The entries of the owners in lost (a set of tokens, or nil), whose
+-- permits were just taken back, are dropped instead of granted: a grant
+-- would merge with the permits such a waiter believes it still holds,
+-- while its next attempt, finding them gone, reports them lost.
+local function sem_admit(key, ok, qk, tk, channel, cap, now, stop, lost)
   while true do
     local e = q_head(qk, tk, now)
     if not e or e == stop then return e end
     local tok, wait, claim, n = q_parse(e)
     n = tonumber(n)
-    if n > cap - sem_used(key) then return e end
-    q_remove(qk, tk, e)
-    local have = sem_count(key, tok)
-    sem_set(key, ok, tok, have, have + n)
-    sem_live(key, ok, tok, cap, now + claim, now)
-    q_push(channel, wait, 0)
+    if lost and lost[tok] then
+      q_remove(qk, tk, e)
+    elseif n > cap - sem_used(key) then
+      return e
+    else
+      q_remove(qk, tk, e)
+      local have = sem_count(key, tok)
+      sem_set(key, ok, tok, have, have + n)
+      sem_live(key, ok, tok, cap, now + claim, now)
+      q_push(channel, wait, 0)
+    end
   end
 end
 

@@ -25,3 +25,5 @@ func TestLockFor(t *testing.T) { locktest.LockFor(t, kind) }
 func TestTokens(t *testing.T) { locktest.Tokens(t, kind) }
 
 func TestResume(t *testing.T) { locktest.Resume(t, kind) }
+
+func TestGuarded(t *testing.T) { locktest.Guarded(t, kind) }

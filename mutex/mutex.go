@@ -36,6 +36,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/relock-go/relock"
 	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/force"
@@ -167,6 +169,21 @@ func (m *Mutex) HoldContext(ctx context.Context) context.Context { return m.x.Ho
 // mutex. When Redis is unreachable it returns the error, and the handle
 // holds nothing.
 func (m *Mutex) Resume(ctx context.Context) error { return m.x.Resume(ctx, "resume") }
+
+// Run runs s with keys and args atomically with a check, in the same
+// script call at Redis, that this handle still holds the mutex: a write
+// guarded by the hold (see relock.Script). When the handle does not hold
+// it at Redis (a stale holder: its lease ran out while it was paused, and
+// another owner may hold the lock now), s does not run, the hold is lost
+// (Lost fires) and the command's error matches relock.ErrNotHeld and
+// relock.ErrLockGone; a handle that knows it holds nothing, or is past its
+// local deadline, sends nothing and the error matches relock.ErrNotHeld.
+// On a Redis Cluster each key must be in the mutex's slot (the lock's hash
+// tag {name} in the key), or the error matches relock.ErrInvalidOption.
+// Otherwise the command is s's reply, or its error.
+func (m *Mutex) Run(ctx context.Context, s *relock.Script, keys []string, args ...any) *redis.Cmd {
+	return m.x.RunGuarded(ctx, "run", core.GuardedOf(s), keys, args...)
+}
 
 // Token returns the handle's owner token: the capability that holds and
 // releases its locks, random unless the handle was made with

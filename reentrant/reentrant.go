@@ -29,6 +29,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/relock-go/relock"
 	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/force"
@@ -149,6 +151,12 @@ func (l *Lock) HoldContext(ctx context.Context) context.Context { return l.x.Hol
 // its re-entry count (see mutex.Mutex.Resume): HoldCount then says how
 // many Unlocks end it.
 func (l *Lock) Resume(ctx context.Context) error { return l.x.Resume(ctx, "resume") }
+
+// Run runs s atomically with a check that this handle still holds the
+// lock (see mutex.Mutex.Run and relock.Script).
+func (l *Lock) Run(ctx context.Context, s *relock.Script, keys []string, args ...any) *redis.Cmd {
+	return l.x.RunGuarded(ctx, "run", core.GuardedOf(s), keys, args...)
+}
 
 // Token returns the handle's owner token (see mutex.Mutex.Token).
 func (l *Lock) Token() string { return l.x.Token }

@@ -25,3 +25,5 @@ func TestLockFor(t *testing.T) { sides(t, locktest.LockFor) }
 func TestTokens(t *testing.T) { sides(t, locktest.Tokens) }
 
 func TestResume(t *testing.T) { sides(t, locktest.Resume) }
+
+func TestGuarded(t *testing.T) { sides(t, locktest.Guarded) }

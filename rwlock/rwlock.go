@@ -54,6 +54,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/relock-go/relock"
 	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/force"
@@ -270,6 +272,14 @@ func (l *RWMutex) HoldContext(ctx context.Context) context.Context { return l.h.
 // read and write (see mutex.Mutex.Resume): ReadHoldCount and
 // WriteHoldCount then say how many RUnlocks and Unlocks end them.
 func (l *RWMutex) Resume(ctx context.Context) error { return l.h.Resume(ctx, "resume") }
+
+// Run runs s atomically with a check that this handle still holds the
+// write lock (see mutex.Mutex.Run and relock.Script): a write is guarded
+// by the write lock. A handle that holds only read holds gets an error
+// matching relock.ErrNotHeld, and s does not run.
+func (l *RWMutex) Run(ctx context.Context, s *relock.Script, keys []string, args ...any) *redis.Cmd {
+	return l.h.RunGuarded(ctx, "run", core.GuardedOf(s), keys, args...)
+}
 
 // Token returns the handle's owner token (see mutex.Mutex.Token).
 func (l *RWMutex) Token() string { return l.h.Token }

@@ -25,3 +25,5 @@ func TestLockFor(t *testing.T) { locktest.LockFor(t, sem1) }
 func TestTokens(t *testing.T) { locktest.Tokens(t, sem1) }
 
 func TestResume(t *testing.T) { locktest.Resume(t, sem1) }
+
+func TestGuarded(t *testing.T) { locktest.Guarded(t, sem1) }

@@ -76,6 +76,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/relock-go/relock"
 	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/force"
@@ -294,6 +296,17 @@ func (s *Semaphore) Resume(ctx context.Context) error {
 		return err
 	}
 	return s.h.Resume(ctx, "resume")
+}
+
+// Run runs s atomically with a check that this handle still holds at
+// least one permit (see mutex.Mutex.Run and relock.Script).
+func (s *Semaphore) Run(ctx context.Context, script *relock.Script, keys []string, args ...any) *redis.Cmd {
+	if err := s.check("run", 1, false); err != nil {
+		cmd := redis.NewCmd(ctx)
+		cmd.SetErr(err)
+		return cmd
+	}
+	return s.h.RunGuarded(ctx, "run", core.GuardedOf(script), keys, args...)
 }
 
 // Token returns the handle's owner token (see mutex.Mutex.Token).

@@ -152,7 +152,8 @@ func (o *Owner) RecordTTL() int64 { return min(o.Lease(), MaxRecordTTL).Millisec
 // with SPUBLISH, declaring one key more (Keys.Absent). A script that a
 // Cluster refuses while its slot moves is sent again (see again).
 func (o *Owner) Run(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
-	return o.run(ctx, o.scripter(), o.conn != nil, s, keys, args...)
+	s, keys = o.forCluster(s, keys)
+	return o.send(ctx, o.scripter(), o.conn != nil, s, keys, args...)
 }
 
 // RunShared is Run on the owner's Redis client, never on a pinned
@@ -160,14 +161,23 @@ func (o *Owner) Run(ctx context.Context, s *redis.Script, keys []string, args ..
 // force-unlock, a semaphore's count), which must not share the
 // connection of an attempt in flight.
 func (o *Owner) RunShared(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
-	return o.run(ctx, o.E.RDB, false, s, keys, args...)
+	s, keys = o.forCluster(s, keys)
+	return o.send(ctx, o.E.RDB, false, s, keys, args...)
 }
 
-func (o *Owner) run(ctx context.Context, via redis.Scripter, pinned bool, s *redis.Script, keys []string, args ...any) *redis.Cmd {
-	if o.E.sharded {
-		s = scripts.Sharded(s)
-		keys = append(keys[:len(keys):len(keys)], o.Keys.Absent())
+// forCluster returns, on a Cluster, the twin of s that publishes with
+// SPUBLISH and keys with the lock's never-created key (Keys.Absent)
+// last; elsewhere s and keys.
+func (o *Owner) forCluster(s *redis.Script, keys []string) (*redis.Script, []string) {
+	if !o.E.sharded {
+		return s, keys
 	}
+	return scripts.Sharded(s), append(keys[:len(keys):len(keys)], o.Keys.Absent())
+}
+
+// send runs script s via the owner's client or pinned connection, sending
+// it again while a Cluster refuses it because its slot moves (see again).
+func (o *Owner) send(ctx context.Context, via redis.Scripter, pinned bool, s *redis.Script, keys []string, args ...any) *redis.Cmd {
 	first := time.Now()
 	for tries := 1; ; tries++ {
 		cmd := s.Run(ctx, via, keys, args...)

@@ -3,6 +3,7 @@ package locktest
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,7 +51,7 @@ func HoldContext(t *testing.T, k Kind) {
 		require.NoError(t, h.Lock(ctx))
 		hc = h.HoldContext(ctx)
 		deleted := time.Now()
-		require.NoError(t, s.Admin(t).Del(ctx, k.Key(name)).Err())
+		deleteLock(t, s, name)
 		select {
 		case <-hc.Done():
 		case <-time.After(lease):
@@ -186,7 +187,7 @@ func Do(t *testing.T, k Kind) {
 		free("after Do whose ctx ended while fn ran")
 
 		err = relock.Do(ctx, l, func(fctx context.Context) error {
-			require.NoError(t, s.Admin(t).Del(ctx, k.Key(name)).Err())
+			deleteLock(t, s, name)
 			select {
 			case <-fctx.Done():
 			case <-time.After(2 * time.Second):
@@ -253,7 +254,7 @@ func Extend(t *testing.T, k Kind) {
 		// keeps the handle's entry until its lease ends: short.)
 		h = k.New(c, name, relock.WithLease(time.Second))
 		require.NoError(t, h.Lock(ctx))
-		require.NoError(t, admin.Del(ctx, k.Key(name)).Err())
+		deleteLock(t, s, name)
 		err = h.Extend(ctx, time.Minute)
 		assert.ErrorIs(t, err, relock.ErrNotHeld, "Extend of a deleted lock")
 		assert.ErrorIs(t, err, relock.ErrLockGone)
@@ -331,4 +332,16 @@ func LockFor(t *testing.T, k Kind) {
 		assert.Greater(t, s.Admin(t).PTTL(ctx, k.Key(name)).Val(), 20*time.Second)
 		require.NoError(t, h.Unlock(ctx))
 	})
+}
+
+// deleteLock deletes every key of the lock called name but its fencing
+// counter, as an operator (or a FLUSH, or a failover that lost them)
+// would: its holders' holds are gone.
+func deleteLock(t *testing.T, s *redistest.Server, name string) {
+	t.Helper()
+	for _, key := range s.Keys(t, "relock:*{"+name+"}*") {
+		if !strings.HasSuffix(key, ":fence") {
+			require.NoError(t, s.Admin(t).Del(context.Background(), key).Err())
+		}
+	}
 }

@@ -30,6 +30,7 @@ type Handle interface {
 	Token() string
 	Fingerprint() string
 	Resume(ctx context.Context) error
+	Run(ctx context.Context, s *relock.Script, keys []string, args ...any) *redis.Cmd
 }
 
 // lockerOf returns h as a relock.Locker (for relock.Do): a Side's Locker,
@@ -103,6 +104,7 @@ type Holds interface {
 	Token() string
 	Fingerprint() string
 	Resume(ctx context.Context) error
+	Run(ctx context.Context, s *relock.Script, keys []string, args ...any) *redis.Cmd
 }
 
 // LockFor implements Handle.
@@ -124,6 +126,11 @@ func (s Side) Fingerprint() string { return s.Holds.Fingerprint() }
 
 // Resume implements Handle.
 func (s Side) Resume(ctx context.Context) error { return s.Holds.Resume(ctx) }
+
+// Run implements Handle.
+func (s Side) Run(ctx context.Context, script *relock.Script, keys []string, args ...any) *redis.Cmd {
+	return s.Holds.Run(ctx, script, keys, args...)
+}
 
 // Fence implements Handle: a read hold has no fencing token.
 func (s Side) Fence() int64 { return 0 }

@@ -375,6 +375,14 @@ func (w *Watchdog) loseQuietLocked(h *Hold, cause error) bool {
 	return true
 }
 
+// Expired reports whether h, watched, is past its local deadline (its
+// timer is about to declare it lost).
+func (w *Watchdog) Expired(h *Hold) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return h.active && !time.Now().Before(h.deadline)
+}
+
 // Err returns why h was lost, or nil while it is not.
 func (w *Watchdog) Err(h *Hold) error {
 	w.mu.Lock()

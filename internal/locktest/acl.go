@@ -18,7 +18,8 @@ import (
 // finding a deleted lock (Renewal, LostHoldRefusesLock), a contended wait
 // woken by a push, the operator's queries and force-unlock (Operator), a
 // pushed hand-off and its claim (HandOff), fencing (FenceAfterLocalLoss),
-// an abandoned wait, events and logs (Events). RunACL fails the test if
+// an abandoned wait, events and logs (Events), Extend and Resume (their
+// scripts). RunACL fails the test if
 // Redis refused the user anything on the way.
 func ACL(t *testing.T, k Kind) {
 	redistest.RunACL(t, func(t *testing.T) {
@@ -30,6 +31,8 @@ func ACL(t *testing.T, k Kind) {
 		}
 		t.Run("LostHoldRefusesLock", func(t *testing.T) { LostHoldRefusesLock(t, k) })
 		t.Run("Events", func(t *testing.T) { Events(t, k) })
+		t.Run("Extend", func(t *testing.T) { Extend(t, k) })
+		t.Run("Resume", func(t *testing.T) { Resume(t, k) })
 	})
 }
 

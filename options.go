@@ -114,6 +114,26 @@ func WithToken(token string) LockOption {
 	}
 }
 
+// WithMetadata makes the handle show m to others while it holds or
+// waits for its lock: a few words saying who holds it, such as the host
+// and process ("web-3 pid 4711"), or the job. Anybody can read it, with
+// the lock handles' Holders method and the relock command (inspect, list,
+// watch, and their -json); it is stored with the hold at Redis and goes
+// with it. m may be any text of at most 256 bytes (longer: every call of
+// the handle returns an error matching ErrInvalidOption); "" is none.
+// Do not put secrets in it. A mutex with metadata takes its first
+// attempt with the acquire script instead of a plain SET NX only when it
+// has fencing too (the value is then token, fence and metadata), so an
+// uncontended cycle stays two commands.
+func WithMetadata(m string) LockOption {
+	return func(c *core.LockConfig) {
+		c.Metadata = m
+		if err := core.CheckMetadata(m); err != nil && c.Err == nil {
+			c.Err = err
+		}
+	}
+}
+
 // WithHeartbeat sets how long a waiter of this handle keeps its place in
 // its lock's queue without showing it is alive (default 5s), for every lock
 // type (the fair lock's queue, the mutex and reentrant locks' hand-over

@@ -61,7 +61,7 @@ func (p *protocol) Acquire(ctx context.Context, r *core.Request) ([]int64, error
 	return o.Run(ctx, scripts.RWAcquire, p.keys, o.Token, r.Lease.Milliseconds(), r.ID,
 		r.Held[core.Read], r.Held[core.Write], p.fencing(), r.RecordTTL(),
 		kindOf(r.Class), blocking, o.Heartbeat().Milliseconds(), wait,
-		r.Claim.Milliseconds(), o.Keys.Channel).Int64Slice()
+		r.Claim.Milliseconds(), o.Keys.Channel, o.Cfg.Metadata).Int64Slice()
 }
 
 func (p *protocol) Release(ctx context.Context, r *core.Request) (int64, error) {
@@ -85,7 +85,7 @@ func (p *protocol) Leave(ctx context.Context, r *core.Request) error {
 	}
 	o := p.o
 	return o.Run(ctx, scripts.RWLeave, p.keys, o.Token, r.WaitID(), r.Held[core.Read], r.Held[core.Write],
-		o.Keys.Channel, r.Claim.Milliseconds(), p.fencing()).Err()
+		o.Keys.Channel, r.Claim.Milliseconds(), p.fencing(), o.Cfg.Metadata).Err()
 }
 
 func (l *RWMutex) counts(ctx context.Context) (r, w int, err error) {

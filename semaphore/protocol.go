@@ -48,7 +48,7 @@ func (p *protocol) Acquire(ctx context.Context, r *core.Request) ([]int64, error
 	}
 	res, err := o.Run(ctx, scripts.SemAcquire, p.keys, o.Token, r.Lease.Milliseconds(), r.ID,
 		r.Held[core.Units], r.N, p.permits, r.RecordTTL(), block, o.Heartbeat().Milliseconds(),
-		r.WaitID(), r.Claim.Milliseconds(), o.Keys.Channel).Int64Slice()
+		r.WaitID(), r.Claim.Milliseconds(), o.Keys.Channel, o.Cfg.Metadata).Int64Slice()
 	return res, p.mismatch(err)
 }
 
@@ -67,7 +67,7 @@ func (p *protocol) Abort(ctx context.Context, r *core.Request) error {
 func (p *protocol) Leave(ctx context.Context, r *core.Request) error {
 	o := p.o
 	return o.Run(ctx, scripts.SemLeave, p.keys, o.Token, r.WaitID(), r.Held[core.Units],
-		r.Claim.Milliseconds(), r.N, o.Keys.Channel, p.permits).Err()
+		r.Claim.Milliseconds(), r.N, o.Keys.Channel, p.permits, o.Cfg.Metadata).Err()
 }
 
 // capacityPrefix starts the error reply of a script that found the

@@ -37,12 +37,14 @@ type jsonOwner struct {
 	Read      *int   `json:"read,omitempty"`
 	Write     *int   `json:"write,omitempty"`
 	ExpiresMs *int64 `json:"expires_ms,omitempty"`
+	Metadata  string `json:"metadata,omitempty"` // relock.WithMetadata's
 }
 
 type jsonWaiter struct {
 	Owner   string `json:"owner"`
 	AliveMs int64  `json:"alive_ms"`
-	Want    int    `json:"want,omitempty"` // permits a semaphore waiter asks for
+	Want     int    `json:"want,omitempty"` // permits a semaphore waiter asks for
+	Metadata string `json:"metadata,omitempty"`
 }
 
 func toJSON(l inspect.Lock) jsonLock {
@@ -52,7 +54,7 @@ func toJSON(l inspect.Lock) jsonLock {
 		j.TTLMs = -1
 	}
 	for _, o := range l.Owners {
-		jo := jsonOwner{Owner: o.Fingerprint, Count: o.Count}
+		jo := jsonOwner{Owner: o.Fingerprint, Count: o.Count, Metadata: o.Metadata}
 		switch l.Kind {
 		case "rwlock":
 			r, w, e := o.Read, o.Write, o.Expires.Milliseconds()
@@ -88,7 +90,7 @@ func toJSON(l inspect.Lock) jsonLock {
 func waitersJSON(ws []inspect.Waiter) []jsonWaiter {
 	out := make([]jsonWaiter, 0, len(ws))
 	for _, w := range ws {
-		out = append(out, jsonWaiter{Owner: w.Fingerprint, AliveMs: w.Alive.Milliseconds(), Want: w.Count})
+		out = append(out, jsonWaiter{Owner: w.Fingerprint, AliveMs: w.Alive.Milliseconds(), Want: w.Count, Metadata: w.Metadata})
 	}
 	return out
 }
@@ -124,21 +126,28 @@ func writeDetails(w io.Writer, locks []inspect.Lock) error {
 		fmt.Fprintln(w, head)
 		if len(l.Owners) > 0 {
 			t := table(w)
+			// A METADATA column only when some owner gave metadata.
+			mh, mv := "", func(string) string { return "" }
+			for _, o := range l.Owners {
+				if o.Metadata != "" {
+					mh, mv = "\tMETADATA", func(m string) string { return "\t" + displayName(m) }
+				}
+			}
 			switch l.Kind {
 			case "rwlock":
-				fmt.Fprintln(t, "  OWNER\tREAD\tWRITE\tEXPIRES")
+				fmt.Fprintln(t, "  OWNER\tREAD\tWRITE\tEXPIRES"+mh)
 				for _, o := range l.Owners {
-					fmt.Fprintf(t, "  %s\t%d\t%d\t%s\n", o.Fingerprint, o.Read, o.Write, ttlString(o.Expires))
+					fmt.Fprintf(t, "  %s\t%d\t%d\t%s%s\n", o.Fingerprint, o.Read, o.Write, ttlString(o.Expires), mv(o.Metadata))
 				}
 			case "semaphore":
-				fmt.Fprintln(t, "  OWNER\tPERMITS\tEXPIRES")
+				fmt.Fprintln(t, "  OWNER\tPERMITS\tEXPIRES"+mh)
 				for _, o := range l.Owners {
-					fmt.Fprintf(t, "  %s\t%d\t%s\n", o.Fingerprint, o.Count, ttlString(o.Expires))
+					fmt.Fprintf(t, "  %s\t%d\t%s%s\n", o.Fingerprint, o.Count, ttlString(o.Expires), mv(o.Metadata))
 				}
 			default:
-				fmt.Fprintln(t, "  OWNER\tHOLDS")
+				fmt.Fprintln(t, "  OWNER\tHOLDS"+mh)
 				for _, o := range l.Owners {
-					fmt.Fprintf(t, "  %s\t%d\n", o.Fingerprint, o.Count)
+					fmt.Fprintf(t, "  %s\t%d%s\n", o.Fingerprint, o.Count, mv(o.Metadata))
 				}
 			}
 			if err := t.Flush(); err != nil {
@@ -232,6 +241,9 @@ func ownersCell(l inspect.Lock) string {
 		s += fmt.Sprintf(" r%d", o.Read)
 	case o.Count > 1:
 		s += fmt.Sprintf(" x%d", o.Count)
+	}
+	if o.Metadata != "" {
+		s += " (" + displayName(o.Metadata) + ")"
 	}
 	if n := len(l.Owners) - 1; n > 0 {
 		s += fmt.Sprintf(" +%d", n)

@@ -23,6 +23,9 @@ type LockConfig struct {
 	// Token is the owner token the caller chose (relock.WithToken); ""
 	// means a random one.
 	Token string
+	// Metadata is what the owner shows others while it holds or waits
+	// (relock.WithMetadata).
+	Metadata string
 
 	// Err records the first invalid option, reported by the first call.
 	Err error
@@ -83,6 +86,18 @@ func tokenByte(c byte) bool {
 		return true
 	}
 	return false
+}
+
+// MaxMetadataLen bounds relock.WithMetadata's string, in bytes: it is
+// stored with every hold and queue entry of the handle.
+const MaxMetadataLen = 256
+
+// CheckMetadata validates a holder's metadata.
+func CheckMetadata(m string) error {
+	if len(m) > MaxMetadataLen {
+		return fmt.Errorf("%w: metadata of %d bytes, longer than %d", lockerr.InvalidOption, len(m), MaxMetadataLen)
+	}
+	return nil
 }
 
 // MaxNameLen is the longest lock name accepted, in bytes.

@@ -13,10 +13,10 @@ import (
 // same KEYS (lock, fencing counter, request record of the owner, queue,
 // waiter deadlines) and these ARGV:
 //
-//	acquire  token, lease ms, request, count, fencing, record ms, block, heartbeat ms, wait id, claim ms, channel, starve ms
+//	acquire  token, lease ms, request, count, fencing, record ms, block, heartbeat ms, wait id, claim ms, channel, starve ms, metadata
 //	release  token, request, lease ms, record ms, channel, count left, starve ms
 //	abort    token, request, record ms, channel, count before, starve ms
-//	leave    token, wait id, count, channel, claim ms, fencing, starve ms
+//	leave    token, wait id, count, channel, claim ms, fencing, starve ms, metadata
 //
 // where channel is where grants are pushed (the lock's channel, or the
 // prefix of the waiters' own channels for the fair lock), and starve ms is
@@ -135,7 +135,7 @@ func (p *exclusive) Acquire(ctx context.Context, r *Request) ([]int64, error) {
 	}
 	return o.Run(ctx, p.scripts.Acquire, p.keys, o.Token, r.Lease.Milliseconds(), r.ID, r.Held[Units],
 		p.fencing(), r.RecordTTL(), block, o.Heartbeat().Milliseconds(), r.WaitID(),
-		r.Claim.Milliseconds(), p.ext.Push, StarvationThreshold.Milliseconds()).Int64Slice()
+		r.Claim.Milliseconds(), p.ext.Push, StarvationThreshold.Milliseconds(), o.Cfg.Metadata).Int64Slice()
 }
 
 func (p *exclusive) Release(ctx context.Context, r *Request) (int64, error) {
@@ -154,5 +154,5 @@ func (p *exclusive) Abort(ctx context.Context, r *Request) error {
 func (p *exclusive) Leave(ctx context.Context, r *Request) error {
 	o := p.o
 	return o.Run(ctx, p.scripts.Leave, p.keys, o.Token, r.WaitID(), r.Held[Units], p.ext.Push,
-		r.Claim.Milliseconds(), p.fencing(), StarvationThreshold.Milliseconds()).Err()
+		r.Claim.Milliseconds(), p.fencing(), StarvationThreshold.Milliseconds(), o.Cfg.Metadata).Err()
 }

@@ -30,8 +30,8 @@ import (
 // lockerr.Gone; nothing of another owner's is touched. The lease is set
 // absolutely, so a copy that runs twice (go-redis's resend after a lost
 // reply) leaves the same lease. When the reply is lost, the error says so
-// and the local deadline stays where it was (the lease at Redis can only
-// be the longer).
+// and the local deadline is the earlier of the old one and the new lease:
+// Redis may or may not have applied it.
 func (h *Holder) Extend(ctx context.Context, op string, d time.Duration) error {
 	if err := h.Check(); err != nil {
 		return h.errorf(op, err)
@@ -71,6 +71,10 @@ func (h *Holder) Extend(ctx context.Context, op string, d time.Duration) error {
 		err = fmt.Errorf("unexpected reply %v", res)
 	}
 	if err != nil {
+		if exact {
+			// It may have run: a shorter lease counts from now on.
+			h.E.WD.Cap(h.hold, start.Add(lease-watchdog.Drift(lease)))
+		}
 		return h.errorf(op, err)
 	}
 	if res[0] == 0 {

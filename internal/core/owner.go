@@ -193,9 +193,13 @@ func (o *Owner) send(ctx context.Context, via redis.Scripter, pinned bool, s *re
 // Run does a script that a Cluster refused while its slot moves. The
 // caller holds the handle's mutex.
 func (o *Owner) SetNX(ctx context.Context, lease time.Duration) (bool, error) {
+	v := o.Token
+	if o.Cfg.Metadata != "" {
+		v += "|" + o.Cfg.Metadata // as the scripts' m_value (record.lua)
+	}
 	first := time.Now()
 	for tries := 1; ; tries++ {
-		ok, err := o.scripter().SetNX(ctx, o.Keys.Lock, o.Token, lease).Result()
+		ok, err := o.scripter().SetNX(ctx, o.Keys.Lock, v, lease).Result()
 		if !o.again(ctx, err, o.conn != nil, tries, first) {
 			return ok, err
 		}

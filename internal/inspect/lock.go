@@ -98,6 +98,8 @@ type Owner struct {
 	// Expires is an rwlock owner's remaining time before its holds
 	// expire unless renewed (server time).
 	Expires time.Duration
+	// Metadata is what the owner gave with relock.WithMetadata, or "".
+	Metadata string
 }
 
 // Waiter is one owner waiting for a lock.
@@ -109,6 +111,8 @@ type Waiter struct {
 	Alive time.Duration
 	// Count is the permits a semaphore waiter asks for (0 otherwise).
 	Count int
+	// Metadata is what the waiter gave with relock.WithMetadata, or "".
+	Metadata string
 }
 
 // Ref names one lock.
@@ -316,12 +320,13 @@ func (l *Lock) fence(v any) {
 	}
 }
 
-// countOwners turns a hash of owner token -> hold count into owners.
-func countOwners(pairs [][2]string) []Owner {
+// countOwners turns a hash of owner token -> hold count into owners, with
+// their metadata from meta (by token).
+func countOwners(pairs [][2]string, meta map[string]string) []Owner {
 	owners := make([]Owner, 0, len(pairs))
 	for _, p := range pairs {
 		n, _ := strconv.Atoi(p[1])
-		owners = append(owners, Owner{Fingerprint: core.Fingerprint(p[0]), Count: n})
+		owners = append(owners, Owner{Fingerprint: core.Fingerprint(p[0]), Count: n, Metadata: meta[p[0]]})
 	}
 	sortOwners(owners)
 	return owners

@@ -42,11 +42,12 @@ func decodeMutex(name string, reply any) (Lock, bool, error) {
 	if err != nil {
 		return Lock{}, false, err
 	}
-	l := Lock{Kind: "mutex", Name: name, TTL: ttl(a[3]), Owners: []Owner{}, Queue: decodeQueue(a[5], now)}
+	l := Lock{Kind: "mutex", Name: name, TTL: ttl(a[3]), Owners: []Owner{}, Queue: decodeQueue(a[5], now, false)}
 	if v, held := replyString(a[2]); held {
+		tok, meta := mutexValue(v)
 		l.Held = true
-		l.Owners = []Owner{{Fingerprint: core.Fingerprint(mutexToken(v)), Count: 1}}
-		l.setTokens([]string{mutexToken(v)})
+		l.Owners = []Owner{{Fingerprint: core.Fingerprint(tok), Count: 1, Metadata: meta}}
+		l.setTokens([]string{tok})
 	}
 	if !l.Held && len(l.Queue) == 0 {
 		return Lock{}, false, nil
@@ -55,16 +56,11 @@ func decodeMutex(name string, reply any) (Lock, bool, error) {
 	return l, true, nil
 }
 
-// mutexToken strips the ":fence" that follows the token with fencing.
-func mutexToken(v string) string {
-	i := strings.LastIndexByte(v, ':')
-	if i < 0 || i == len(v)-1 {
-		return v
-	}
-	for _, c := range v[i+1:] {
-		if c < '0' || c > '9' {
-			return v
-		}
-	}
-	return v[:i]
+// mutexValue splits a mutex's value, "<token>[:<fence>][|<metadata>]"
+// (record.lua's m_value; tokens have neither ':' nor '|'), into the
+// owner's token and metadata.
+func mutexValue(v string) (tok, meta string) {
+	tok, meta, _ = strings.Cut(v, "|")
+	tok, _, _ = strings.Cut(tok, ":")
+	return tok, meta
 }

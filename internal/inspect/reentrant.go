@@ -51,7 +51,7 @@ func decodeHashLock(kind, name string, reply any) (Lock, bool, error) {
 	if err != nil {
 		return Lock{}, false, err
 	}
-	l := Lock{Kind: kind, Name: name, TTL: ttl(a[3]), Queue: decodeQueue(a[5], now)}
+	l := Lock{Kind: kind, Name: name, TTL: ttl(a[3]), Queue: decodeQueue(a[5], now, false)}
 	owners, tokens := ownerCounts(replyPairs(a[2]))
 	l.Owners = owners
 	l.setTokens(tokens)

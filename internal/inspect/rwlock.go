@@ -52,6 +52,7 @@ func decodeRWLock(name string, reply any) (Lock, bool, error) {
 	}
 	counts := map[string]int64{} // "<token>:r" -> n
 	writer := ""
+	meta := metadata(replyPairs(a[2]))
 	for _, p := range replyPairs(a[2]) {
 		if p[0] == "writer" {
 			writer = p[1]
@@ -74,7 +75,7 @@ func decodeRWLock(name string, reply any) (Lock, bool, error) {
 			continue
 		}
 		l.Owners = append(l.Owners, Owner{Fingerprint: core.Fingerprint(tok),
-			Count: int(r + w), Read: int(r), Write: int(w), Expires: ms(int64(exp) - now)})
+			Count: int(r + w), Read: int(r), Write: int(w), Expires: ms(int64(exp) - now), Metadata: meta[tok]})
 		l.addToken(tok)
 		if w > 0 && tok == writer {
 			l.Mode = "write"
@@ -85,7 +86,7 @@ func decodeRWLock(name string, reply any) (Lock, bool, error) {
 	sortOwners(l.Owners)
 	l.Held = len(l.Owners) > 0
 	l.fence(a[4])
-	l.WaitingWriters = decodeQueue(a[6], now)
+	l.WaitingWriters = decodeQueue(a[6], now, false)
 	if !l.Held && len(l.WaitingWriters) == 0 {
 		return Lock{}, false, nil
 	}

@@ -48,12 +48,13 @@ func decodeSemaphore(name string, reply any) (Lock, bool, error) {
 	}
 	held := map[string]int{}
 	l := Lock{Kind: "semaphore", Name: name, TTL: ttl(a[3]), Owners: []Owner{}}
+	meta := metadata(replyPairs(a[2]))
 	for _, p := range replyPairs(a[2]) {
 		n, _ := strconv.Atoi(p[1])
-		switch p[0] {
-		case "permits":
+		switch {
+		case p[0] == "permits":
 			l.Permits = n
-		case "used":
+		case p[0] == "used", strings.HasSuffix(p[0], metaSuffix):
 		default:
 			held[p[0]] = n
 		}
@@ -63,25 +64,14 @@ func decodeSemaphore(name string, reply any) (Lock, bool, error) {
 		if err != nil || int64(exp) <= now || held[p[0]] == 0 {
 			continue // lapsed: no longer counts, taken back by the next call
 		}
-		l.Owners = append(l.Owners, Owner{Fingerprint: core.Fingerprint(p[0]), Count: held[p[0]], Expires: ms(int64(exp) - now)})
+		l.Owners = append(l.Owners, Owner{Fingerprint: core.Fingerprint(p[0]), Count: held[p[0]], Expires: ms(int64(exp) - now),
+			Metadata: meta[p[0]]})
 		l.addToken(p[0])
 		l.Used += held[p[0]]
 	}
 	sortOwners(l.Owners)
 	l.Held = len(l.Owners) > 0
-	l.Queue = decodeQueue(a[5], now)
-	if q, ok := a[5].([]any); ok && len(q) > 0 {
-		entries, _ := q[0].([]any)
-		for i, e := range entries {
-			entry, _ := replyString(e)
-			if i < len(l.Queue) {
-				// The entry's last field is the permits the waiter asks for.
-				if n, err := strconv.Atoi(entry[strings.LastIndexByte(entry, '|')+1:]); err == nil {
-					l.Queue[i].Count = n
-				}
-			}
-		}
-	}
+	l.Queue = decodeQueue(a[5], now, true)
 	if !l.Held && len(l.Queue) == 0 {
 		return Lock{}, false, nil
 	}

@@ -19,6 +19,9 @@
 -- ARGV[9] the caller's wait id ("" for a TryLock)
 -- ARGV[10] claim lease of a grant to this caller, in milliseconds
 -- ARGV[11] prefix of the waiters' own wake-up channels
+-- ARGV[12] unused (the starvation threshold of the other lock types)
+-- ARGV[13] the owner's metadata ('' or absent: none; in its hash as the
+--          field "<token>|m", see set_meta)
 --
 -- Reply: {1, fence} acquired; {0, pttl, us} not yet (pttl: the holder's
 -- remaining ms, 0 when the lock is granted to an earlier waiter; us: the
@@ -37,7 +40,8 @@ if done then return {1, tonumber(done)} end
 
 local lk, fk, qk, tk, tok = KEYS[1], KEYS[2], KEYS[4], KEYS[5], ARGV[1]
 local hb, prefix = tonumber(ARGV[8]), ARGV[11]
-local mine = q_entry(tok, ARGV[9], ARGV[10], ARGV[5])
+local meta = ARGV[13]
+local mine = q_entry(tok, ARGV[9], ARGV[10], ARGV[5], meta)
 local now = server_ms()
 local held = redis.call('HGET', lk, tok)
 if ARGV[4] ~= '0' and not held then
@@ -52,6 +56,7 @@ if held then
     -- here, or an acquire it could not undo). It is the owner's new hold
     -- now, with the full lease and, with fencing, a new token.
     redis.call('HSET', lk, tok, 1)
+    set_meta(lk, tok, meta)
     if ARGV[5] == '1' then
       fence = redis.call('INCR', fk)
       redis.call('HSET', lk, 'fence', fence)
@@ -75,6 +80,7 @@ if redis.call('EXISTS', lk) == 0 then
     if head then q_remove(qk, tk, head) end
     q_remove(qk, tk, mine)
     redis.call('HSET', lk, tok, 1)
+    set_meta(lk, tok, meta)
     local fence = 0
     if ARGV[5] == '1' then
       fence = redis.call('INCR', fk)

@@ -6,9 +6,10 @@
 -- lease), and pushes the grant on the head's own channel. It returns
 -- whether there was a waiter to grant to.
 local function grant_head(lk, fk, qk, tk, prefix, now)
-  local tok, wait, claim, fencing = q_grant(qk, tk, now)
+  local tok, wait, claim, fencing, meta = q_grant(qk, tk, now)
   if not tok then return false end
   redis.call('HSET', lk, tok, 1)
+  set_meta(lk, tok, meta)
   local fence = 0
   if fencing == '1' then
     fence = redis.call('INCR', fk)

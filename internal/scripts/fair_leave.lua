@@ -10,10 +10,12 @@
 -- ARGV[4] prefix of the waiters' own wake-up channels
 -- ARGV[5] the waiter's claim lease (ms), as in its queue entry
 -- ARGV[6] the waiter's fencing flag, as in its queue entry
+-- ARGV[7] unused (the starvation threshold of the other lock types)
+-- ARGV[8] the waiter's metadata, as in its queue entry
 --
 -- Reply: 1.
 local lk, tok = KEYS[1], ARGV[1]
-q_remove(KEYS[4], KEYS[5], q_entry(tok, ARGV[2], ARGV[5], ARGV[6]))
+q_remove(KEYS[4], KEYS[5], q_entry(tok, ARGV[2], ARGV[5], ARGV[6], ARGV[8]))
 if ARGV[3] == '0' and redis.call('HEXISTS', lk, tok) == 1 then
   redis.call('DEL', lk) -- granted to this waiter, never taken
 end

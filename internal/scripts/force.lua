@@ -72,8 +72,7 @@ local function force_check(holders, want, n)
 end
 
 -- force_exclusive returns the holders of an exclusive lock at key (one
--- owner at most): a mutex's string (is_string: the owner's token, or
--- token..":"..fence), or a reentrant or fair lock's hash of owner ->
+-- owner at most): a mutex's string (is_string: record.lua's m_value), or a reentrant or fair lock's hash of owner ->
 -- count. A hash's fields are not listed (no HKEYS for relock's ACL user):
 -- being exclusive, it is held by the owner named if that owner has a
 -- field, else by someone else ("?").
@@ -81,7 +80,7 @@ local function force_exclusive(key, is_string, want, n)
   if is_string then
     local v = redis.call('GET', key)
     if not v then return {} end
-    return {string.match(v, '^[^:]*')}
+    return {string.match(v, '^[^:|]*')}
   end
   if redis.call('EXISTS', key) == 0 then return {} end
   if n == 1 then

@@ -25,16 +25,15 @@ end
 -- whether lk is a mutex (a string) or a reentrant lock (a hash).
 local function grant_to(e, lk, fk, qk, tk, channel, string)
   q_remove(qk, tk, e)
-  local tok, wait, claim, fencing = q_parse(e)
+  local tok, wait, claim, fencing, meta = q_parse(e)
   local fence = 0
   if fencing == '1' then fence = redis.call('INCR', fk) end
   if string then
-    local v = tok
-    if fence > 0 then v = tok .. ':' .. fence end
-    redis.call('SET', lk, v, 'PX', claim)
+    redis.call('SET', lk, m_value(tok, fence, meta), 'PX', claim)
   else
     redis.call('HSET', lk, tok, 1)
     if fence > 0 then redis.call('HSET', lk, 'fence', fence) end
+    set_meta(lk, tok, meta)
     redis.call('PEXPIRE', lk, claim)
   end
   q_push(channel, wait, fence)

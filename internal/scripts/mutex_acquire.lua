@@ -19,6 +19,7 @@
 -- ARGV[10] claim lease of a grant to this caller, in milliseconds
 -- ARGV[11] the lock's channel (grants are pushed there)
 -- ARGV[12] starvation threshold in milliseconds (see handoff.lua)
+-- ARGV[13] the owner's metadata ('' or absent: none; see m_value)
 --
 -- Reply: {1, fence} when acquired (fence 0 without fencing),
 --        {0, pttl, us} when another owner holds it (pttl: holder's
@@ -34,7 +35,8 @@ if done == 'x' then return {0, -3} end
 if done then return {1, tonumber(done)} end
 
 local lk, fk, qk, tk, tok = KEYS[1], KEYS[2], KEYS[4], KEYS[5], ARGV[1]
-local mine = q_entry(tok, ARGV[9], ARGV[10], ARGV[5])
+local meta = ARGV[13]
+local mine = q_entry(tok, ARGV[9], ARGV[10], ARGV[5], meta)
 local v = redis.call('GET', lk)
 if v and owns(v, tok) then
   -- A resend of this owner's acquire whose first run succeeded (whose
@@ -44,11 +46,11 @@ if v and owns(v, tok) then
   if ARGV[9] ~= '' then q_remove(qk, tk, mine) end
   if ARGV[5] == '1' then
     local fence = redis.call('INCR', fk)
-    redis.call('SET', lk, tok .. ':' .. fence, 'PX', ARGV[2])
+    redis.call('SET', lk, m_value(tok, fence, meta), 'PX', ARGV[2])
     remember(KEYS[3], ARGV[3], fence, ARGV[6])
     return {1, fence}
   end
-  redis.call('SET', lk, tok, 'PX', ARGV[2])
+  redis.call('SET', lk, m_value(tok, 0, meta), 'PX', ARGV[2])
   return {1, 0}
 end
 
@@ -62,11 +64,11 @@ if not v then
     if ARGV[9] ~= '' then q_remove(qk, tk, mine) end
     if ARGV[5] == '1' then
       local fence = redis.call('INCR', fk)
-      redis.call('SET', lk, tok .. ':' .. fence, 'PX', ARGV[2])
+      redis.call('SET', lk, m_value(tok, fence, meta), 'PX', ARGV[2])
       remember(KEYS[3], ARGV[3], fence, ARGV[6])
       return {1, fence}
     end
-    redis.call('SET', lk, tok, 'PX', ARGV[2])
+    redis.call('SET', lk, m_value(tok, 0, meta), 'PX', ARGV[2])
     return {1, 0}
   end
 end

@@ -10,10 +10,11 @@
 -- ARGV[5] the waiter's claim lease (ms), as in its queue entry
 -- ARGV[6] the waiter's fencing flag, as in its queue entry
 -- ARGV[7] starvation threshold in milliseconds
+-- ARGV[8] the waiter's metadata, as in its queue entry
 --
 -- Reply: 1.
 local tok = ARGV[1]
-q_remove(KEYS[4], KEYS[5], q_entry(tok, ARGV[2], ARGV[5], ARGV[6]))
+q_remove(KEYS[4], KEYS[5], q_entry(tok, ARGV[2], ARGV[5], ARGV[6], ARGV[8]))
 local v = redis.call('GET', KEYS[1])
 if ARGV[3] == '0' and v and owns(v, tok) then
   redis.call('DEL', KEYS[1])

@@ -5,10 +5,11 @@
 -- A queue is two sorted sets under the lock's hash tag: qk, entry ->
 -- arrival (server time in microseconds, so arrival order), and tk, entry
 -- -> the server time (ms) by which that waiter must show it is alive
--- again. An entry is "<token>|<wait id>|<claim ms>|<fencing 0/1>": the
--- owner, the blocking call that waits (grants are addressed to it), the
--- lease a grant gets until the waiter claims it, and whether a grant
--- issues a fencing token. Every call of a waiter refreshes its deadline;
+-- again. An entry is "<token>|<wait id>|<claim ms>|<fencing 0/1>", then
+-- "|<metadata>" when the owner gave some (relock.WithMetadata): the owner,
+-- the blocking call that waits (grants are addressed to it), the lease a
+-- grant gets until the waiter claims it, whether a grant issues a fencing
+-- token, and what a grant records as the owner's metadata. Every call of a waiter refreshes its deadline;
 -- dead waiters are dropped when they reach the head, each once, so no
 -- call scans the queue. Both sets live as long as their longest-lived
 -- waiter (their TTL only ever grows).
@@ -26,15 +27,18 @@ local function extend(key, ms)
   end
 end
 
--- q_entry builds an entry.
-local function q_entry(tok, wait, claim, fencing)
-  return tok .. '|' .. wait .. '|' .. claim .. '|' .. fencing
+-- q_entry builds an entry (meta may be nil or '': none).
+local function q_entry(tok, wait, claim, fencing, meta)
+  local e = tok .. '|' .. wait .. '|' .. claim .. '|' .. fencing
+  if meta and meta ~= '' then e = e .. '|' .. meta end
+  return e
 end
 
--- q_parse splits an entry into token, wait id, claim ms and fencing.
+-- q_parse splits an entry into token, wait id, claim ms, fencing and
+-- metadata ('' when none).
 local function q_parse(e)
-  local tok, wait, claim, fencing = string.match(e, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
-  return tok, wait, tonumber(claim), fencing
+  local tok, wait, claim, fencing, meta = string.match(e, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|?(.*)$')
+  return tok, wait, tonumber(claim), fencing, meta
 end
 
 -- q_head drops dead waiters from the head and returns the live head entry
@@ -66,7 +70,8 @@ local function q_remove(qk, tk, e)
 end
 
 -- q_grant takes the live head of the queue out of it and returns its
--- token, wait id, claim ms and fencing, or false when nobody waits; the
+-- token, wait id, claim ms, fencing and metadata, or false when nobody
+-- waits; the
 -- caller makes it the owner and pushes the grant (q_push).
 local function q_grant(qk, tk, now)
   local e = q_head(qk, tk, now)

@@ -20,7 +20,24 @@ local function remember(key, id, result, ttl)
   redis.call('SET', key, id .. '|' .. result, 'PX', ttl)
 end
 
--- owns reports whether a mutex value (token, or token..":"..fence) is tok's.
+-- owns reports whether a mutex value (m_value) is tok's.
 local function owns(v, tok)
-  return v == tok or string.sub(v, 1, #tok + 1) == tok .. ':'
+  local c = string.sub(v, #tok + 1, #tok + 1)
+  return string.sub(v, 1, #tok) == tok and (c == '' or c == ':' or c == '|')
+end
+
+-- m_value is a mutex's value: the owner's token, then ":" and its fencing
+-- token (with fencing), then "|" and its metadata (relock.WithMetadata,
+-- when it gave some). Tokens never contain ':' or '|'.
+local function m_value(tok, fence, meta)
+  local v = tok
+  if fence and fence > 0 then v = v .. ':' .. fence end
+  if meta and meta ~= '' then v = v .. '|' .. meta end
+  return v
+end
+
+-- set_meta keeps owner tok's metadata, when it gave some, in the field
+-- "<tok>|m" of the lock's hash lk (a field that no token can be).
+local function set_meta(lk, tok, meta)
+  if meta and meta ~= '' then redis.call('HSET', lk, tok .. '|m', meta) end
 end

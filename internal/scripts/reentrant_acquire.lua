@@ -7,7 +7,7 @@
 -- KEYS[3] request record of this owner (string "reqid|result", with a TTL)
 -- KEYS[4] queue (sorted set entry -> arrival, see queue.lua)
 -- KEYS[5] waiter deadlines (sorted set entry -> server ms)
--- ARGV[1..12] as mutex_acquire.lua (ARGV[4]: the hold count this owner
+-- ARGV[1..13] as mutex_acquire.lua (ARGV[4]: the hold count this owner
 --         believes it has, 0 for a new hold; ARGV[6]: record TTL, used)
 --
 -- Reply: {1, fence} acquired (fence 0 without fencing or on re-entry),
@@ -25,7 +25,8 @@ if done == 'x' then return {0, -3} end
 if done then return {1, tonumber(done)} end
 
 local lk, fk, qk, tk, tok = KEYS[1], KEYS[2], KEYS[4], KEYS[5], ARGV[1]
-local mine = q_entry(tok, ARGV[9], ARGV[10], ARGV[5])
+local meta = ARGV[13]
+local mine = q_entry(tok, ARGV[9], ARGV[10], ARGV[5], meta)
 local held = redis.call('HGET', lk, tok)
 if ARGV[4] ~= '0' and not held then
   return {0, -4}
@@ -38,6 +39,7 @@ if held then
     -- an acquire it could not undo). It is the owner's new hold now, with
     -- the full lease and, with fencing, a new token.
     redis.call('HSET', lk, tok, 1)
+    set_meta(lk, tok, meta)
     if ARGV[5] == '1' then
       fence = redis.call('INCR', fk)
       redis.call('HSET', lk, 'fence', fence)
@@ -59,6 +61,7 @@ if redis.call('EXISTS', lk) == 0 then
     if head then q_remove(qk, tk, head) end
     if ARGV[9] ~= '' then q_remove(qk, tk, mine) end
     redis.call('HSET', lk, tok, 1)
+    set_meta(lk, tok, meta)
     local fence = 0
     if ARGV[5] == '1' then
       fence = redis.call('INCR', fk)

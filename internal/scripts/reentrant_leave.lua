@@ -3,11 +3,11 @@
 -- on. (record.lua, clock.lua, queue.lua and handoff.lua are prepended.)
 --
 -- KEYS[1..5] as reentrant_acquire.lua
--- ARGV[1..7] as mutex_leave.lua
+-- ARGV[1..8] as mutex_leave.lua
 --
 -- Reply: 1.
 local tok = ARGV[1]
-q_remove(KEYS[4], KEYS[5], q_entry(tok, ARGV[2], ARGV[5], ARGV[6]))
+q_remove(KEYS[4], KEYS[5], q_entry(tok, ARGV[2], ARGV[5], ARGV[6], ARGV[8]))
 if ARGV[3] == '0' and redis.call('HEXISTS', KEYS[1], tok) == 1 then
   redis.call('DEL', KEYS[1])
   handoff(KEYS[1], KEYS[2], KEYS[4], KEYS[5], ARGV[4], ARGV[7], false)

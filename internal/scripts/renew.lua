@@ -37,7 +37,8 @@ for i = 1, #ARGV / 3 do
   local ok = 0
   if kind == 'm' then
     local v = redis.call('GET', key)
-    if v and (v == tok or string.sub(v, 1, #tok + 1) == tok .. ':') then
+    local c = v and string.sub(v, #tok + 1, #tok + 1)
+    if v and string.sub(v, 1, #tok) == tok and (c == '' or c == ':' or c == '|') then
       if exact or redis.call('PTTL', key) < lease then
         redis.call('PEXPIRE', key, lease)
       end

@@ -25,8 +25,9 @@ if kind == 'm' or kind == 'h' then
   local units, fence = 0, 0
   if kind == 'm' then
     local v = redis.call('GET', key)
-    if not v or not (v == tok or string.sub(v, 1, #tok + 1) == tok .. ':') then return none end
-    units, fence = 1, tonumber(string.sub(v, #tok + 2)) or 0
+    local c = v and string.sub(v, #tok + 1, #tok + 1)
+    if not v or string.sub(v, 1, #tok) ~= tok or not (c == '' or c == ':' or c == '|') then return none end
+    units, fence = 1, tonumber(string.match(v, '^[^:|]*:(%d+)') or 0)
   else
     units = tonumber(redis.call('HGET', key, tok) or 0)
     if units == 0 then return none end

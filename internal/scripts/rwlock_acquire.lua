@@ -25,6 +25,7 @@
 -- ARGV[11] the caller's wait id ("" for a single try)
 -- ARGV[12] claim lease of a write grant to this caller, in milliseconds
 -- ARGV[13] the lock's channel
+-- ARGV[14] the owner's metadata ('' or absent: none)
 --
 -- Reply: {1, fence} acquired (fence: the token of a new write hold with
 --                   fencing, else 0),
@@ -51,7 +52,8 @@ local key, fk, ok, qk, tk, tok = KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], AR
 local lease = tonumber(ARGV[2])
 local haveR, haveW = tonumber(ARGV[4]), tonumber(ARGV[5])
 local write = ARGV[8] == 'w'
-local mine = q_entry(tok, ARGV[11], ARGV[12], ARGV[6])
+local meta = ARGV[14]
+local mine = q_entry(tok, ARGV[11], ARGV[12], ARGV[6], meta)
 local now = server_ms()
 rw_expire(key, ok, now)
 
@@ -62,6 +64,7 @@ if haveR == 0 and haveW == 0 and (r > 0 or w > 0) then
     -- it lost track of: its new hold now, with the full lease and, with
     -- fencing, a new token.
     redis.call('HSET', key, tok .. ':w', 1)
+    set_meta(key, tok, meta)
     redis.call('ZADD', ok, now + lease, tok)
     extend(key, lease)
     extend(ok, lease)
@@ -127,6 +130,9 @@ if not grantable then
 end
 
 local fence = 0
+if r == 0 and w == 0 then
+  set_meta(key, tok, meta) -- a new owner
+end
 if write then
   if w == 0 and ARGV[6] == '1' then
     fence = redis.call('INCR', fk)

@@ -7,6 +7,8 @@
 --              "<tok>:r"  -> that owner's read hold count
 --              "<tok>:w"  -> that owner's write hold count
 --              "fence"    -> the fencing token of the current write hold
+--              "<tok>|m"  -> that owner's metadata (relock.WithMetadata),
+--                            while it holds anything
 --   zset owners  owner token -> server time (ms) at which its holds expire;
 --              an owner's holds count only while this lies in the future,
 --              so a crashed reader's share expires on its own.
@@ -22,7 +24,7 @@ local function rw_expire(key, ok, now)
   if #gone == 0 then return end
   local writer = redis.call('HGET', key, 'writer')
   for _, tok in ipairs(gone) do
-    redis.call('HDEL', key, tok .. ':r', tok .. ':w')
+    redis.call('HDEL', key, tok .. ':r', tok .. ':w', tok .. '|m')
     if tok == writer then redis.call('HDEL', key, 'writer', 'fence') end
   end
   redis.call('ZREMRANGEBYSCORE', ok, '-inf', now)
@@ -51,7 +53,7 @@ end
 
 -- rw_drop removes every hold of owner tok.
 local function rw_drop(key, ok, tok)
-  redis.call('HDEL', key, tok .. ':r', tok .. ':w')
+  redis.call('HDEL', key, tok .. ':r', tok .. ':w', tok .. '|m')
   redis.call('ZREM', ok, tok)
   if redis.call('HGET', key, 'writer') == tok then
     redis.call('HDEL', key, 'writer', 'fence')
@@ -72,7 +74,7 @@ local function rw_handoff(channel, now, wake_readers)
   local key, fk, ok, qk, tk, rk = KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
   local free = redis.call('EXISTS', ok) == 0
   if free then
-    local tok, wait, claim, fencing = q_grant(qk, tk, now)
+    local tok, wait, claim, fencing, meta = q_grant(qk, tk, now)
     if tok then
       local fence = 0
       if fencing == '1' then
@@ -80,6 +82,7 @@ local function rw_handoff(channel, now, wake_readers)
         redis.call('HSET', key, 'fence', fence)
       end
       redis.call('HSET', key, 'writer', tok, tok .. ':w', 1)
+      set_meta(key, tok, meta)
       redis.call('ZADD', ok, now + claim, tok)
       redis.call('PEXPIRE', key, claim)
       redis.call('PEXPIRE', ok, claim)

@@ -11,10 +11,11 @@
 -- ARGV[5] the lock's channel
 -- ARGV[6] the writer's claim lease (ms), as in its queue entry
 -- ARGV[7] the writer's fencing flag, as in its queue entry
+-- ARGV[8] the writer's metadata, as in its queue entry
 --
 -- Reply: 1.
 local key, ok, tok = KEYS[1], KEYS[4], ARGV[1]
-q_remove(KEYS[5], KEYS[6], q_entry(tok, ARGV[2], ARGV[6], ARGV[7]))
+q_remove(KEYS[5], KEYS[6], q_entry(tok, ARGV[2], ARGV[6], ARGV[7], ARGV[8]))
 local now = server_ms()
 rw_expire(key, ok, now)
 if ARGV[3] == '0' and ARGV[4] == '0' and redis.call('HEXISTS', key, tok .. ':w') == 1 then

@@ -20,6 +20,7 @@
 -- ARGV[10] the caller's wait id ("" for a single try)
 -- ARGV[11] claim lease of a grant to this caller, in milliseconds
 -- ARGV[12] the semaphore's channel (grants are pushed there)
+-- ARGV[13] the owner's metadata ('' or absent: none)
 --
 -- Reply: {1, 0}   acquired,
 --        {0, ms, us} refused: try again after at most ms (0: unknown), or
@@ -43,7 +44,8 @@ if done then return {1, 0} end
 local key, ok, qk, tk, tok = KEYS[1], KEYS[3], KEYS[4], KEYS[5], ARGV[1]
 local lease, have, n = tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local channel = ARGV[12]
-local mine = q_entry(tok, ARGV[10], ARGV[11], ARGV[5])
+local meta = ARGV[13]
+local mine = q_entry(tok, ARGV[10], ARGV[11], ARGV[5], meta)
 local now = server_ms()
 sem_expire(key, ok, now)
 local cap, mismatch = sem_capacity(key, tonumber(ARGV[6]))
@@ -59,7 +61,7 @@ if c > have then
   if c - have >= n then
     -- A grant to this caller (or a hold this owner lost track of): taken
     -- as this request, with the full lease; the rest is given back.
-    sem_set(key, ok, tok, c, have + n)
+    sem_set(key, ok, tok, c, have + n, meta)
     sem_live(key, ok, tok, cap, now + lease, now)
     q_remove(qk, tk, mine)
     sem_admit(key, ok, qk, tk, channel, cap, now, false)
@@ -72,7 +74,7 @@ end
 
 local head = sem_admit(key, ok, qk, tk, channel, cap, now, mine)
 if n <= cap - sem_used(key) and (not head or head == mine) then
-  sem_set(key, ok, tok, have, have + n)
+  sem_set(key, ok, tok, have, have + n, meta)
   sem_live(key, ok, tok, cap, now + lease, now)
   if head then
     q_remove(qk, tk, mine)

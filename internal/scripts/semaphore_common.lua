@@ -5,6 +5,8 @@
 --   hash key   "permits" -> the capacity (set by the handles that use it)
 --              "used"    -> permits held in all (the sum of the counts)
 --              "<tok>"   -> the permits owner tok holds
+--              "<tok>|m" -> its metadata (relock.WithMetadata), while it
+--                           holds permits
 --   zset owners  owner token -> server time (ms) at which its permits
 --              lapse; an owner's permits count only while this lies in the
 --              future, so a crashed holder's permits come back on their own.
@@ -43,7 +45,7 @@ local function sem_expire(key, ok, now)
     local c = redis.call('HGET', key, tok)
     if c then
       freed = freed + tonumber(c)
-      redis.call('HDEL', key, tok)
+      redis.call('HDEL', key, tok, tok .. '|m')
     end
   end
   redis.call('ZREMRANGEBYSCORE', ok, '-inf', now)
@@ -62,13 +64,15 @@ local function sem_used(key)
 end
 
 -- sem_set changes owner tok's permits from have to c; at 0 the owner goes.
-local function sem_set(key, ok, tok, have, c)
+-- A new owner's metadata, if it gave some, is kept with its permits.
+local function sem_set(key, ok, tok, have, c, meta)
   if c == have then return end
   if c == 0 then
-    redis.call('HDEL', key, tok)
+    redis.call('HDEL', key, tok, tok .. '|m')
     redis.call('ZREM', ok, tok)
   else
     redis.call('HSET', key, tok, c)
+    if have == 0 then set_meta(key, tok, meta) end
   end
   redis.call('HINCRBY', key, 'used', c - have)
 end
@@ -105,7 +109,7 @@ local function sem_admit(key, ok, qk, tk, channel, cap, now, stop, lost)
   while true do
     local e = q_head(qk, tk, now)
     if not e or e == stop then return e end
-    local tok, wait, claim, n = q_parse(e)
+    local tok, wait, claim, n, meta = q_parse(e)
     n = tonumber(n)
     if lost and lost[tok] then
       q_remove(qk, tk, e)
@@ -114,7 +118,7 @@ local function sem_admit(key, ok, qk, tk, channel, cap, now, stop, lost)
     else
       q_remove(qk, tk, e)
       local have = sem_count(key, tok)
-      sem_set(key, ok, tok, have, have + n)
+      sem_set(key, ok, tok, have, have + n, meta)
       sem_live(key, ok, tok, cap, now + claim, now)
       q_push(channel, wait, 0)
     end

@@ -13,10 +13,11 @@
 -- ARGV[6] the semaphore's channel
 -- ARGV[7] capacity, as this handle was made with (used only when none
 --         is stored)
+-- ARGV[8] the waiter's metadata, as in its queue entry
 --
 -- Reply: 1.
 local key, ok, qk, tk, tok = KEYS[1], KEYS[3], KEYS[4], KEYS[5], ARGV[1]
-q_remove(qk, tk, q_entry(tok, ARGV[2], ARGV[4], ARGV[5]))
+q_remove(qk, tk, q_entry(tok, ARGV[2], ARGV[4], ARGV[5], ARGV[8]))
 local now = server_ms()
 sem_expire(key, ok, now)
 local have = tonumber(ARGV[3])

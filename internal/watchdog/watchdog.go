@@ -231,6 +231,17 @@ func (w *Watchdog) Extend(h *Hold, start time.Time, lease time.Duration) (lost b
 	return false
 }
 
+// Cap moves h's local deadline to deadline if it is later: an Extend to a
+// shorter fixed lease whose outcome is unknown may have shortened the
+// lease at Redis.
+func (w *Watchdog) Cap(h *Hold, deadline time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if h.active && h.err == nil && deadline.Before(h.deadline) {
+		w.setDeadlineLocked(h, deadline)
+	}
+}
+
 // ExtendCall returns the keys and arguments of the renew script
 // (scripts.Renew) that extends the one hold h to lease: exactly (exact, a
 // fixed lease, which may shorten it) or to at least lease. need is the

@@ -63,6 +63,9 @@ func (m *Mutex) extend(ctx context.Context, d time.Duration) (*core.Event, error
 	if h == nil {
 		return nil, m.errorf("extend", lockerr.NotHeld)
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, m.errorf("extend", err)
+	}
 	n := len(m.owners)
 	leases := make([]time.Duration, n)
 	ws := make([]*watchdog.Hold, n)

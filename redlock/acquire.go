@@ -13,13 +13,15 @@ import (
 	"github.com/relock-go/relock/internal/watchdog"
 )
 
-// call is one acquire call (Lock or TryLock) of a handle.
+// call is one acquire call (Lock, TryLock, LockFor or TryLockFor) of a
+// handle.
 type call struct {
 	op     string
-	block  bool   // Lock: refused attempts queue the call on the masters (for wake-ups)
-	wait   string // a blocking call's wait id, in its queue entries
-	queued []int8 // per master: 0 not queued, maybeQueued, queued
-	tried  bool   // an attempt was made: a blocking call's next ones keep its queue entries (the script)
+	lease  time.Duration // of every part (LockFor, TryLockFor); 0: the handle's (see partLease)
+	block  bool          // Lock: refused attempts queue the call on the masters (for wake-ups)
+	wait   string        // a blocking call's wait id, in its queue entries
+	queued []int8        // per master: 0 not queued, maybeQueued, queued
+	tried  bool          // an attempt was made: a blocking call's next ones keep its queue entries (the script)
 }
 
 // Whether a blocking call is queued on a master.
@@ -69,6 +71,12 @@ func (m *Mutex) attempt(ctx context.Context, c *call) (result, error) {
 	if c.block {
 		block = 1
 	}
+	// The hold's validity, and how long the attempt waits for replies.
+	valid := m.lease
+	if c.lease > 0 {
+		valid = c.lease
+	}
+	timeout := attemptTimeout(valid)
 	// As the mutex does, a call's first attempt (and every TryLock
 	// attempt) starts with a native SET NX PX: one cheap command where the
 	// lock is free; the script only where it is not (it also recognises a
@@ -76,10 +84,12 @@ func (m *Mutex) attempt(ctx context.Context, c *call) (result, error) {
 	fast := !c.block || !c.tried
 	c.tried = true
 	start := time.Now()
-	// Each master's part gets its own owner's lease (see New).
-	rd := m.send(ctx, idx, m.timeout, func(ctx context.Context, _ int, o *core.Owner) ([]int64, error) {
+	// Each master's part gets the call's lease, or else its own owner's
+	// (see New).
+	rd := m.send(ctx, idx, timeout, func(ctx context.Context, i int, o *core.Owner) ([]int64, error) {
+		lease := m.partLease(i, c.lease)
 		if fast {
-			ok, err := o.SetNX(ctx, o.Lease())
+			ok, err := o.SetNX(ctx, lease)
 			if err != nil {
 				return nil, err
 			}
@@ -87,8 +97,8 @@ func (m *Mutex) attempt(ctx context.Context, c *call) (result, error) {
 				return []int64{1, 0}, nil
 			}
 		}
-		return o.Run(ctx, scripts.MutexAcquire, m.kkeys, m.token, o.Lease().Milliseconds(), id, 0, 0, o.RecordTTL(),
-			block, m.hbMS, c.wait, o.Claim().Milliseconds(), m.keys.Channel, noHandoff).Int64Slice()
+		return o.Run(ctx, scripts.MutexAcquire, m.kkeys, m.token, lease.Milliseconds(), id, 0, 0, recordTTL(lease),
+			block, m.hbMS, c.wait, min(lease, o.Claim()).Milliseconds(), m.keys.Channel, noHandoff).Int64Slice()
 	})
 	fresh := 0 // masters asked whose lane was free
 	for _, i := range idx {
@@ -96,7 +106,7 @@ func (m *Mutex) attempt(ctx context.Context, c *call) (result, error) {
 			fresh++
 		}
 	}
-	got, gaveUp := rd.collect(ctx, len(idx), m.timeout, func(got []reply) (bool, bool) {
+	got, gaveUp := rd.collect(ctx, len(idx), timeout, func(got []reply) (bool, bool) {
 		g, f, ok := 0, 0, 0
 		for _, r := range got {
 			if granted(r) {
@@ -164,9 +174,13 @@ func (m *Mutex) attempt(ctx context.Context, c *call) (result, error) {
 	}
 
 	// Valid while every part of a majority is: within the smallest lease.
-	valid := time.Now().Before(start.Add(m.lease - watchdog.Drift(m.lease)))
-	if g >= m.quorum && valid && !gaveUp && ctx.Err() == nil {
-		h := m.newHold(start, id, state)
+	inTime := time.Now().Before(start.Add(valid - watchdog.Drift(valid)))
+	if g >= m.quorum && inTime && !gaveUp && ctx.Err() == nil {
+		leases := make([]time.Duration, n)
+		for i := range leases {
+			leases[i] = m.partLease(i, c.lease)
+		}
+		h := m.newHold(start, id, state, c.lease, c.lease == 0 && m.owners[0].Watched(), false, leases)
 		m.cur = h
 		m.last.Store(h)
 		rd.setLate(h.late)
@@ -175,7 +189,7 @@ func (m *Mutex) attempt(ctx context.Context, c *call) (result, error) {
 
 	// Not acquired: give back at once what it took (and what it may have
 	// taken: the masters that did not answer).
-	m.abortAll(ctx, id, state)
+	m.abortAll(ctx, id, state, c.lease)
 	if gaveUp || ctx.Err() != nil {
 		return result{}, m.errorf(c.op, lockerr.GaveUp(ctx.Err()))
 	}
@@ -201,20 +215,20 @@ func (m *Mutex) attempt(ctx context.Context, c *call) (result, error) {
 	case g >= m.quorum:
 		return result{}, m.errorf(c.op, &quorumError{lock: c.block, errs: errs,
 			detail: fmt.Sprintf("granted by %d of %d masters, but only after its validity time (the attempt took %v; lease %v)",
-				g, n, took.Round(time.Microsecond), m.lease)})
+				g, n, took.Round(time.Microsecond), valid)})
 	}
 	return result{retry: retry, split: r < m.quorum, some: g > 0, took: took}, nil
 }
 
 func granted(r reply) bool { return r.err == nil && len(r.val) >= 2 && r.val[0] == 1 }
 
-// abortAll aborts request id on every master whose state says it granted
-// it or may have: on a master that has the key it is deleted, and
-// everywhere a late copy of the request is refused. It waits (at most
-// m.timeout) for the masters that granted it, then for the others as long
-// again: a master that did not answer the acquire either is likely down.
-// The caller holds m.mu.
-func (m *Mutex) abortAll(ctx context.Context, id string, state []int) {
+// abortAll aborts request id, an acquire of parts with lease (0: the
+// handle's), on every master whose state says it granted it or may have:
+// on a master that has the key it is deleted, and everywhere a late copy
+// of the request is refused. It waits (at most m.timeout) for the masters
+// that granted it, then for the others as long again: a master that did
+// not answer the acquire either is likely down. The caller holds m.mu.
+func (m *Mutex) abortAll(ctx context.Context, id string, state []int, lease time.Duration) {
 	var idx []int
 	must := 0
 	for i, s := range state {
@@ -232,8 +246,8 @@ func (m *Mutex) abortAll(ctx context.Context, id string, state []int) {
 	// Not bounded by ctx (it may have ended): each abort is bounded by
 	// the timeout, and those not waited for still run after return.
 	cctx := context.WithoutCancel(ctx)
-	rd := m.send(cctx, idx, m.timeout, func(ctx context.Context, _ int, o *core.Owner) ([]int64, error) {
-		n, err := m.abort(ctx, o, id)
+	rd := m.send(cctx, idx, m.timeout, func(ctx context.Context, i int, o *core.Owner) ([]int64, error) {
+		n, err := m.abort(ctx, o, id, recordTTL(m.partLease(i, lease)))
 		return []int64{n}, err
 	})
 	rd.collect(cctx, len(idx), m.timeout, func(got []reply) (bool, bool) {
@@ -296,10 +310,10 @@ func (m *Mutex) leave(c *call, success bool) {
 	})
 }
 
-// lock is Lock after the argument checks.
-func (m *Mutex) lock(ctx context.Context) error {
+// lock is Lock (or LockFor, with lease > 0) after the argument checks.
+func (m *Mutex) lock(ctx context.Context, lease time.Duration) error {
 	begin := time.Now()
-	c := &call{op: "lock", block: true, wait: newWaitID(), queued: make([]int8, len(m.owners))}
+	c := &call{op: "lock", lease: lease, block: true, wait: newWaitID(), queued: make([]int8, len(m.owners))}
 	var w *wakeups
 	defer func() { w.close() }()
 	splits := 0

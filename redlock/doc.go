@@ -15,10 +15,10 @@
 // master stores the lock as a plain mutex does (one string,
 // relock:redlock:{name}, holding the token, with that master's lease as
 // its TTL) and runs the plain mutex's scripts. A master's lease is
-// relock.WithLease's, the same on every master, or else its own Client's
-// watchdog timeout: Clients with different timeouts each take and renew
-// their part with their own. The hold's validity, "the lease" below, is
-// the smallest of them. As the mutex does, a call's first attempt (and
+// LockFor's or relock.WithLease's, the same on every master, or else its
+// own Client's watchdog timeout: Clients with different timeouts each take
+// and renew their part with their own. The hold's validity, "the lease"
+// below, is the smallest of them. As the mutex does, a call's first attempt (and
 // each of TryLock's) sends a native SET NX PX, and the acquire script only
 // to the masters where that was refused; with the mutex's double-fault
 // cost (see package mutex): a copy of that SET still queued on an
@@ -62,22 +62,50 @@
 //     each backs off for a random time (up to twice the attempt's time,
 //     doubling while it splits again, at most 200 ms), so they do not
 //     retry in step.
-//   - Without relock.WithLease, each master's Client watchdog renews that
-//     master's key in its batches, as it does for a plain mutex, and
-//     declares that master's part lost when a renewal finds the key gone
-//     or taken, or when no renewal was confirmed before that part's own
-//     local deadline. The hold is lost when fewer than a majority of its
+//   - Without a fixed lease (relock.WithLease, LockFor), each master's
+//     Client watchdog renews that master's key in its batches, as it does
+//     for a plain mutex, and declares that master's part lost when a
+//     renewal finds the key gone or taken, or when no renewal was
+//     confirmed before that part's own local deadline. The hold is lost when fewer than a majority of its
 //     parts are alive: a majority can then no longer be confirmed before
 //     the validity ends. Lost fires, LostErr says why (the reason of the
 //     part whose loss broke the majority), and Unlock returns an error
 //     matching relock.ErrNotHeld. Each watchdog renews its part to its
 //     own lease, every third of it, whatever the other masters' Clients
-//     do.
+//     do. A part with a fixed lease is not renewed: it is lost at its
+//     local deadline, and the hold with the majority's.
 //   - Unlock stops the renewal of every part, releases on every master at
 //     once and succeeds when a majority confirms; it waits for that longer
 //     than an attempt would (half the lease, at most 5 s), even when its
 //     ctx has ended: a release is not cancelled by ctx. A master that does
 //     not answer keeps its part until that part's lease ends.
+//
+// # The hold as a Go value
+//
+// A Mutex offers what every relock lock handle does, adapted to a
+// majority:
+//
+//   - LockFor and TryLockFor take a hold whose parts all get a lease of
+//     their own, not renewed: its validity is that lease.
+//   - Extend sets the lease of the parts held, on every such master at
+//     once, and succeeds when a majority confirmed: a fixed lease becomes
+//     d there, a watched hold is renewed to at least d (and kept at
+//     max(d, its lease) by the watchdogs). The validity after it is the
+//     smallest lease of that majority, from when Extend was called. A
+//     master that no longer has the key loses its part there; with fewer
+//     than a majority left, the hold is lost (relock.ErrNotHeld). Too few
+//     replies: ErrNoQuorum.
+//   - HoldContext returns a context that ends with the hold: when the
+//     majority is lost (as Lost fires, with the loss as its cause) or
+//     Unlock is called (context.Canceled). relock.Do passes it to its
+//     function, and starts no goroutine for a Mutex.
+//   - Token and Fingerprint give the owner token (the same on every
+//     master) and its fingerprint (safe to log). A handle made with
+//     relock.WithToken, on Clients of its own, can Resume the hold of
+//     another handle of that token: it adopts the parts the token holds,
+//     when they are a majority with time left. Handles of one token number
+//     their requests after a random prefix each, since they share each
+//     master's request record.
 //
 // # Errors
 //
@@ -157,7 +185,7 @@
 // after the attempt timeout (relock ends its ctx then, so it is not
 // resent). Each master's keys are those of a plain mutex under the kind
 // "redlock" (relock:redlock:{name}, :queue, :timeouts, and a request
-// record :r:<token> kept min(that master's lease, 15 s)); the relock
+// record :r:<token> kept min(that master's part's lease, 15 s)); the relock
 // command does not list this kind. Events (relock.WithObserver) of a Mutex go to the
 // observers of its first Client; each Client's watchdog reports its own
 // failed renewal rounds.

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -57,8 +56,7 @@ type Mutex struct {
 	lanes []lane // per master (see lane)
 
 	mu   sync.Mutex // serializes the handle's requests; never held while waiting
-	seq  uint64
-	cur  *hold // the hold not yet unlocked (lost or not), or nil
+	cur  *hold      // the hold not yet unlocked (lost or not), or nil
 	last atomic.Pointer[hold]
 }
 
@@ -74,8 +72,9 @@ type Mutex struct {
 // Any number of masters is accepted; the majority is len(clients)/2+1.
 // Use an odd number (3 or 5): 4 masters tolerate one failure, as 3 do.
 //
-// With relock.WithLease, every master's part of a hold gets that lease.
-// Without, each part gets its own Client's watchdog timeout, which that
+// With relock.WithLease, every master's part of a hold gets that lease
+// (with LockFor, that hold's lease). Without, each part gets its own
+// Client's watchdog timeout, which that
 // Client's watchdog renews it to (Clients with different timeouts are
 // fine: each part is renewed at a third of its own lease). The lease
 // below, the hold's validity, is the smallest of them: an acquire is
@@ -189,9 +188,47 @@ func (m *Mutex) Lock(ctx context.Context) error {
 		return m.errorf("lock", m.err)
 	}
 	begin := time.Now()
-	err := m.lock(ctx)
+	err := m.lock(ctx, 0)
 	m.failed(err, begin)
 	return err
+}
+
+// LockFor is Lock for a hold with a lease of its own (Redisson's
+// lock(leaseTime)): every master's part of it is taken with lease, and
+// no watchdog renews it, as with relock.WithLease but for this hold only.
+// Its validity is lease: an attempt succeeds when a majority granted it
+// within lease (less the time taken and the drift), and the hold is lost
+// (Lost fires, with relock.ErrLeaseExpired) when fewer than a majority of
+// its parts have time left, lease after the attempt was sent, unless
+// Unlock or Extend comes first. The attempt timeout is the one of that
+// lease (see New). lease must lie in [10ms, 7 days]; otherwise LockFor
+// returns an error matching relock.ErrInvalidOption at once, and sends
+// nothing.
+func (m *Mutex) LockFor(ctx context.Context, lease time.Duration) error {
+	if err := m.checkLease(lease); err != nil {
+		return m.errorf("lock", err)
+	}
+	begin := time.Now()
+	err := m.lock(ctx, lease)
+	m.failed(err, begin)
+	return err
+}
+
+// TryLockFor is TryLock with LockFor's lease.
+func (m *Mutex) TryLockFor(ctx context.Context, lease time.Duration) (bool, error) {
+	if err := m.checkLease(lease); err != nil {
+		return false, m.errorf("trylock", err)
+	}
+	return m.tryLock(ctx, lease)
+}
+
+// checkLease returns why a hold of lease cannot be asked for: the
+// handle's constructor-time error, or a lease out of bounds.
+func (m *Mutex) checkLease(lease time.Duration) error {
+	if m.err != nil {
+		return m.err
+	}
+	return core.CheckLease("lease", lease)
 }
 
 // TryLock makes one attempt on every master: (true, nil) if a majority
@@ -215,8 +252,14 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	if m.err != nil {
 		return false, m.errorf("trylock", m.err)
 	}
+	return m.tryLock(ctx, 0)
+}
+
+// tryLock is TryLock (or TryLockFor, with lease > 0) after the argument
+// checks.
+func (m *Mutex) tryLock(ctx context.Context, lease time.Duration) (bool, error) {
 	begin := time.Now()
-	c := &call{op: "trylock", queued: make([]int8, len(m.owners))}
+	c := &call{op: "trylock", lease: lease, queued: make([]int8, len(m.owners))}
 	res, err := m.attempt(ctx, c)
 	// Refusals do not say by whom: several contenders that each got
 	// fewer than a majority refuse one another as one owner with a
@@ -286,10 +329,10 @@ func (m *Mutex) unlock(ctx context.Context) (*core.Event, error) {
 		if state[i] == stUnknown {
 			// Its acquire may still land: abort it, which also refuses
 			// a late copy.
-			n, err := m.abort(ctx, o, h.req)
+			n, err := m.abort(ctx, o, h.req, h.recordTTL(i))
 			return []int64{n}, err
 		}
-		n, err := o.Run(ctx, scripts.MutexRelease, m.kkeys, m.token, id, o.Lease().Milliseconds(), o.RecordTTL(),
+		n, err := o.Run(ctx, scripts.MutexRelease, m.kkeys, m.token, id, 0, h.recordTTL(i),
 			m.keys.Channel, 0, noHandoff).Int64()
 		return []int64{n}, err
 	})
@@ -392,6 +435,48 @@ func (m *Mutex) LostErr() error {
 	return nil
 }
 
+// HoldContext returns a context derived from ctx that is cancelled when
+// the current hold ends: when it is lost (fewer than a majority of its
+// parts alive, see Lost), at the moment Lost fires, with LostErr's error
+// as its cause (context.Cause: an error matching relock.ErrNotHeld and
+// relock.ErrLeaseExpired, relock.ErrLockGone or relock.ErrClosed); and
+// when Unlock is called, with cause context.Canceled, whatever the
+// release's outcome. A part lost while a majority still holds does not
+// cancel it. Pass it to the work the lock protects, so that the work
+// stops when the hold does (relock.Do does this for you). When the handle
+// holds nothing, the context is cancelled already (cause: an error
+// matching relock.ErrNotHeld, or the loss of a hold not yet unlocked). It
+// asks nothing of the masters, and starts no goroutine.
+func (m *Mutex) HoldContext(ctx context.Context) context.Context {
+	h := m.last.Load()
+	if m.err != nil || h == nil {
+		return core.Ended(ctx, lockerr.NotHeld)
+	}
+	h.mu.Lock()
+	ended, err := h.ended, h.err
+	h.mu.Unlock()
+	switch {
+	case err != nil:
+		return core.Ended(ctx, err)
+	case ended:
+		return core.Ended(ctx, lockerr.NotHeld)
+	}
+	return h.scope.Context(ctx)
+}
+
+// Token returns the handle's owner token, the same on every master: the
+// capability that holds and releases its lock, random unless the handle
+// was made with relock.WithToken. Give it only to the code that should
+// own what this handle holds (e.g. another process that resumes the
+// hold, see Resume); relock never shows it in errors, logs, events or
+// metrics.
+func (m *Mutex) Token() string { return m.token }
+
+// Fingerprint returns the handle's owner fingerprint: 8 hex digits of a
+// hash of its token, as relock's events and logs show the owner. It is
+// safe to log.
+func (m *Mutex) Fingerprint() string { return core.Fingerprint(m.token) }
+
 // Name returns the lock's name.
 func (m *Mutex) Name() string { return m.name }
 
@@ -400,18 +485,33 @@ func (m *Mutex) Kind() string { return Kind }
 
 var _ relock.Locker = (*Mutex)(nil)
 
-// nextID returns a request id unique for this handle. The caller holds
-// m.mu.
-func (m *Mutex) nextID() string {
-	m.seq++
-	return strconv.FormatUint(m.seq, 36)
+// nextID returns a request id unique for this handle, the same on every
+// master: numbered by the first master's owner, after a random prefix of
+// the handle's own when its token was chosen (relock.WithToken), so that
+// two handles of one token, which share a request record on each master,
+// never send the same id. The caller holds m.mu.
+func (m *Mutex) nextID() string { return m.owners[0].NextRequest() }
+
+// partLease is the lease of master i's part of a hold taken with lease:
+// that lease (LockFor), or else the handle's own there (WithLease, or the
+// master's Client's watchdog timeout: see New).
+func (m *Mutex) partLease(i int, lease time.Duration) time.Duration {
+	if lease > 0 {
+		return lease
+	}
+	return m.owners[i].Lease()
 }
 
+// recordTTL is how long (ms) a request record is kept on a master whose
+// part has lease: long enough to cover go-redis's resends, never longer
+// than the part (see core.MaxRecordTTL).
+func recordTTL(lease time.Duration) int64 { return min(lease, core.MaxRecordTTL).Milliseconds() }
+
 // abort undoes acquire req on one master: deletes the key if this owner
-// has it there, and marks req aborted so that a late copy of it is
-// refused. It replies 1 when it deleted a key.
-func (m *Mutex) abort(ctx context.Context, o *core.Owner, req string) (int64, error) {
-	return o.Run(ctx, scripts.MutexAbort, m.kkeys, m.token, req, o.RecordTTL(), m.keys.Channel, 0, noHandoff).Int64()
+// has it there, and marks req aborted (for recMS milliseconds) so that a
+// late copy of it is refused. It replies 1 when it deleted a key.
+func (m *Mutex) abort(ctx context.Context, o *core.Owner, req string, recMS int64) (int64, error) {
+	return o.Run(ctx, scripts.MutexAbort, m.kkeys, m.token, req, recMS, m.keys.Channel, 0, noHandoff).Int64()
 }
 
 // usable returns the masters that can be asked, and why the others cannot

@@ -98,7 +98,7 @@ func (m *Mutex) attempt(ctx context.Context, c *call) (result, error) {
 			}
 		}
 		return o.Run(ctx, scripts.MutexAcquire, m.kkeys, m.token, lease.Milliseconds(), id, 0, 0, recordTTL(lease),
-			block, m.hbMS, c.wait, min(lease, o.Claim()).Milliseconds(), m.keys.Channel, noHandoff).Int64Slice()
+			block, m.hbMS, c.wait, m.claim(i, c).Milliseconds(), m.keys.Channel, noHandoff, o.Cfg.Metadata).Int64Slice()
 	})
 	fresh := 0 // masters asked whose lane was free
 	for _, i := range idx {
@@ -280,12 +280,12 @@ func (m *Mutex) leave(c *call, success bool) {
 	if len(idx) == 0 {
 		return
 	}
-	f := func(count int) func(ctx context.Context, _ int, o *core.Owner) ([]int64, error) {
-		return func(ctx context.Context, _ int, o *core.Owner) ([]int64, error) {
+	f := func(count int) func(ctx context.Context, i int, o *core.Owner) ([]int64, error) {
+		return func(ctx context.Context, i int, o *core.Owner) ([]int64, error) {
 			// With count 0, the script also deletes a key of this owner
 			// (a late grant of an attempt that failed).
 			return nil, o.Run(ctx, scripts.MutexLeave, m.kkeys, m.token, c.wait, count, m.keys.Channel,
-				o.Claim().Milliseconds(), 0, noHandoff).Err()
+				m.claim(i, c).Milliseconds(), 0, noHandoff, o.Cfg.Metadata).Err()
 		}
 	}
 	if success {
@@ -308,6 +308,13 @@ func (m *Mutex) leave(c *call, success bool) {
 		}
 		return k == must, true
 	})
+}
+
+// claim is the claim lease in call c's queue entry on master i (never
+// used: a redlock grants nothing; the leave of the entry must name it as
+// the acquire did).
+func (m *Mutex) claim(i int, c *call) time.Duration {
+	return min(m.partLease(i, c.lease), m.owners[i].Claim())
 }
 
 // lock is Lock (or LockFor, with lease > 0) after the argument checks.

@@ -353,3 +353,22 @@ func watchers() bool {
 		buf = make([]byte, 2*len(buf))
 	}
 }
+
+// TestLockForGivesUp: a LockFor that gives up waiting leaves the masters'
+// queues at once (its entries name the claim of its own lease, and its
+// leave must name the same).
+func TestLockForGivesUp(t *testing.T) {
+	t.Parallel()
+	run(t, func(t *testing.T, ms masters) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		holder, waiter := redlock.New(ms.clients(t), name), redlock.New(ms.clients(t), name)
+		require.NoError(t, holder.Lock(ctx))
+		wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		defer cancel()
+		err := waiter.LockFor(wctx, time.Second)
+		assert.ErrorIs(t, err, relock.ErrNotObtained)
+		require.NoError(t, holder.Unlock(ctx))
+		ms.clean(t, name) // within a second: not after the waiter's heartbeat (5 s)
+	})
+}

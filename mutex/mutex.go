@@ -41,6 +41,7 @@ import (
 	"github.com/relock-go/relock"
 	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/force"
+	"github.com/relock-go/relock/internal/inspect"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/watchdog"
 )
@@ -183,6 +184,21 @@ func (m *Mutex) Resume(ctx context.Context) error { return m.x.Resume(ctx, "resu
 // Otherwise the command is s's reply, or its error.
 func (m *Mutex) Run(ctx context.Context, s *relock.Script, keys []string, args ...any) *redis.Cmd {
 	return m.x.RunGuarded(ctx, "run", core.GuardedOf(s), keys, args...)
+}
+
+// Holders returns who holds the mutex now, as anybody can see it (a
+// handle of the name need not hold it): its owner's fingerprint, metadata
+// (relock.WithMetadata) and remaining lease; none when it is free. One
+// script call (HGETALL of a hash for the other lock types).
+func (m *Mutex) Holders(ctx context.Context) ([]relock.Holder, error) {
+	if err := m.x.Check(); err != nil {
+		return nil, m.x.Errorf("holders", err)
+	}
+	hs, err := inspect.Holders(ctx, m.x.E.RDB, m.x.Kind, m.x.Name)
+	if err != nil {
+		return nil, m.x.Errorf("holders", err)
+	}
+	return hs, nil
 }
 
 // Token returns the handle's owner token: the capability that holds and

@@ -27,3 +27,5 @@ func TestTokens(t *testing.T) { locktest.Tokens(t, kind) }
 func TestResume(t *testing.T) { locktest.Resume(t, kind) }
 
 func TestGuarded(t *testing.T) { locktest.Guarded(t, kind) }
+
+func TestMetadata(t *testing.T) { locktest.Metadata(t, kind) }

@@ -34,6 +34,7 @@ import (
 	"github.com/relock-go/relock"
 	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/force"
+	"github.com/relock-go/relock/internal/inspect"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/watchdog"
 )
@@ -156,6 +157,19 @@ func (l *Lock) Resume(ctx context.Context) error { return l.x.Resume(ctx, "resum
 // lock (see mutex.Mutex.Run and relock.Script).
 func (l *Lock) Run(ctx context.Context, s *relock.Script, keys []string, args ...any) *redis.Cmd {
 	return l.x.RunGuarded(ctx, "run", core.GuardedOf(s), keys, args...)
+}
+
+// Holders returns who holds the lock now, as anybody can see it
+// (see mutex.Mutex.Holders).
+func (l *Lock) Holders(ctx context.Context) ([]relock.Holder, error) {
+	if err := l.x.Check(); err != nil {
+		return nil, l.x.Errorf("holders", err)
+	}
+	hs, err := inspect.Holders(ctx, l.x.E.RDB, l.x.Kind, l.x.Name)
+	if err != nil {
+		return nil, l.x.Errorf("holders", err)
+	}
+	return hs, nil
 }
 
 // Token returns the handle's owner token (see mutex.Mutex.Token).

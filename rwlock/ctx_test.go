@@ -27,3 +27,5 @@ func TestTokens(t *testing.T) { sides(t, locktest.Tokens) }
 func TestResume(t *testing.T) { sides(t, locktest.Resume) }
 
 func TestGuarded(t *testing.T) { sides(t, locktest.Guarded) }
+
+func TestMetadata(t *testing.T) { sides(t, locktest.Metadata) }

@@ -59,6 +59,7 @@ import (
 	"github.com/relock-go/relock"
 	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/force"
+	"github.com/relock-go/relock/internal/inspect"
 	"github.com/relock-go/relock/internal/watchdog"
 )
 
@@ -279,6 +280,19 @@ func (l *RWMutex) Resume(ctx context.Context) error { return l.h.Resume(ctx, "re
 // matching relock.ErrNotHeld, and s does not run.
 func (l *RWMutex) Run(ctx context.Context, s *relock.Script, keys []string, args ...any) *redis.Cmd {
 	return l.h.RunGuarded(ctx, "run", core.GuardedOf(s), keys, args...)
+}
+
+// Holders returns who holds the lock (its readers, or its writer with the reads it took) now, as anybody can see it
+// (see mutex.Mutex.Holders).
+func (l *RWMutex) Holders(ctx context.Context) ([]relock.Holder, error) {
+	if err := l.h.Check(); err != nil {
+		return nil, l.h.Errorf("holders", err)
+	}
+	hs, err := inspect.Holders(ctx, l.h.E.RDB, l.h.Kind, l.h.Name)
+	if err != nil {
+		return nil, l.h.Errorf("holders", err)
+	}
+	return hs, nil
 }
 
 // Token returns the handle's owner token (see mutex.Mutex.Token).

@@ -27,3 +27,5 @@ func TestTokens(t *testing.T) { locktest.Tokens(t, sem1) }
 func TestResume(t *testing.T) { locktest.Resume(t, sem1) }
 
 func TestGuarded(t *testing.T) { locktest.Guarded(t, sem1) }
+
+func TestMetadata(t *testing.T) { locktest.Metadata(t, sem1) }

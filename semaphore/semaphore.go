@@ -81,6 +81,7 @@ import (
 	"github.com/relock-go/relock"
 	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/force"
+	"github.com/relock-go/relock/internal/inspect"
 	"github.com/relock-go/relock/internal/lockerr"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/watchdog"
@@ -307,6 +308,19 @@ func (s *Semaphore) Run(ctx context.Context, script *relock.Script, keys []strin
 		return cmd
 	}
 	return s.h.RunGuarded(ctx, "run", core.GuardedOf(script), keys, args...)
+}
+
+// Holders returns who holds the semaphore's permits now, as anybody can see it
+// (see mutex.Mutex.Holders).
+func (s *Semaphore) Holders(ctx context.Context) ([]relock.Holder, error) {
+	if err := s.h.Check(); err != nil {
+		return nil, s.h.Errorf("holders", err)
+	}
+	hs, err := inspect.Holders(ctx, s.h.E.RDB, s.h.Kind, s.h.Name)
+	if err != nil {
+		return nil, s.h.Errorf("holders", err)
+	}
+	return hs, nil
 }
 
 // Token returns the handle's owner token (see mutex.Mutex.Token).

@@ -41,8 +41,8 @@ type jsonOwner struct {
 }
 
 type jsonWaiter struct {
-	Owner   string `json:"owner"`
-	AliveMs int64  `json:"alive_ms"`
+	Owner    string `json:"owner"`
+	AliveMs  int64  `json:"alive_ms"`
 	Want     int    `json:"want,omitempty"` // permits a semaphore waiter asks for
 	Metadata string `json:"metadata,omitempty"`
 }

@@ -52,6 +52,9 @@ func (o *Owner) HashCount(ctx context.Context, field string) (int, error) {
 	return n, nil
 }
 
+// Errorf is errorf, for the lock packages.
+func (o *Owner) Errorf(op string, err error) error { return o.errorf(op, err) }
+
 // errorf wraps err with the lock's kind, the operation and the lock's name:
 // `mutex: lock "orders:42": ...`.
 func (o *Owner) errorf(op string, err error) error {

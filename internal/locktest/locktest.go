@@ -31,6 +31,7 @@ type Handle interface {
 	Fingerprint() string
 	Resume(ctx context.Context) error
 	Run(ctx context.Context, s *relock.Script, keys []string, args ...any) *redis.Cmd
+	Holders(ctx context.Context) ([]relock.Holder, error)
 }
 
 // lockerOf returns h as a relock.Locker (for relock.Do): a Side's Locker,
@@ -105,6 +106,7 @@ type Holds interface {
 	Fingerprint() string
 	Resume(ctx context.Context) error
 	Run(ctx context.Context, s *relock.Script, keys []string, args ...any) *redis.Cmd
+	Holders(ctx context.Context) ([]relock.Holder, error)
 }
 
 // LockFor implements Handle.
@@ -126,6 +128,9 @@ func (s Side) Fingerprint() string { return s.Holds.Fingerprint() }
 
 // Resume implements Handle.
 func (s Side) Resume(ctx context.Context) error { return s.Holds.Resume(ctx) }
+
+// Holders implements Handle.
+func (s Side) Holders(ctx context.Context) ([]relock.Holder, error) { return s.Holds.Holders(ctx) }
 
 // Run implements Handle.
 func (s Side) Run(ctx context.Context, script *relock.Script, keys []string, args ...any) *redis.Cmd {

@@ -37,7 +37,7 @@ const ACLRules = "resetkeys ~relock:* resetchannels &relock:* -@all " +
 	"+evalsha +eval +set +get +exists +pttl +hget +wait +subscribe +unsubscribe +ping " +
 	"+client|setname +select " +
 	"+del +incr +decr +pexpire +hset +hdel +hexists +hincrby +hmget " +
-	"+zadd +zrem +zcard +zscore +zrange +zrangebyscore +zremrangebyscore +publish +time"
+	"+zadd +zrem +zcard +zscore +zrange +zrangebyscore +zremrangebyscore +publish +time +hgetall"
 
 // ACLClusterRules are the rules that a user needs beyond ACLRules on a
 // Redis Cluster, through go-redis's ClusterClient: its view of the
@@ -56,10 +56,10 @@ const ACLRules = "resetkeys ~relock:* resetchannels &relock:* -@all " +
 const ACLClusterRules = "+cluster|slots +command +asking +spublish +ssubscribe +sunsubscribe"
 
 // ACLOperatorRules are the rules that the relock command (cmd/relock)
-// needs beyond ACLRules: SCAN (list) and HGETALL (inspect's scripts read
-// whole hashes). The README gives them as "ACL SETUSER relock " +
-// ACLOperatorRules.
-const ACLOperatorRules = "+scan +hgetall"
+// needs beyond ACLRules: SCAN (list). (HGETALL, with which inspect's
+// scripts and the handles' Holders read whole hashes, is in ACLRules.)
+// The README gives them as "ACL SETUSER relock " + ACLOperatorRules.
+const ACLOperatorRules = "+scan"
 
 // ACLLine is the ACL SETUSER command that creates (or resets the rules
 // of) user with password and ACLRules, as the README writes it.

@@ -61,6 +61,41 @@
 // many times as it locked (as a deferred Unlock does), the handle is
 // usable again: its next Lock starts a new hold.
 //
+// # The hold as a Go value
+//
+// Every lock handle (and a Multi, and the Lockers of an rwlock's RLocker
+// and a semaphore's Locker) offers the same calls for its hold:
+//
+//   - Do(ctx, l, fn) locks l, runs fn with a context cancelled when the
+//     hold is lost, and unlocks when fn returns or panics. It is the
+//     shortest correct way to use a lock.
+//   - HoldContext(ctx) returns that context for code that locks and
+//     unlocks in different places: cancelled when Lost fires (its
+//     context.Cause is LostErr's error) or when Unlock is called.
+//   - LockFor(ctx, lease) and TryLockFor take a hold with a fixed lease
+//     of its own (as WithLease, for one hold); Extend(ctx, d) sets the
+//     remaining lease of the current hold (a fixed lease becomes d; a
+//     hold the watchdog renews is renewed now to at least d).
+//   - Token() is the owner token, a capability; WithToken makes a handle
+//     with a known token, and Resume adopts the hold that token has in
+//     Redis (a hand-over to another process, or a restart).
+//     Fingerprint() is what relock shows instead of the token.
+//   - WithMetadata gives a short text (host, pid) that others read with
+//     Holders(ctx) and the relock command.
+//   - Run(ctx, script, keys, args...) runs a Script atomically with a
+//     check that the handle still holds the lock: a stale holder's write
+//     is refused.
+//
+// # Releases and ended contexts
+//
+// A release (Unlock, RUnlock, a semaphore's Release, Resign) is not
+// cancelled by its ctx: it is sent, and its reply awaited, even when ctx
+// has ended (a deferred Unlock in an HTTP handler whose client went away
+// still releases), for up to 5 s, with ctx's values. Renewals of a hold
+// stop when its last release is called, whatever the outcome: a release
+// that cannot be confirmed (Redis unreachable) ends with the lease at the
+// latest, and calling it again resends it and reports what happened.
+//
 // # Names and keys
 //
 // A lock is identified by its kind and name: mutex.New(c, "x") and

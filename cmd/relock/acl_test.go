@@ -14,7 +14,7 @@ import (
 // every type as a Redis user with the library's ACL rules and the one the
 // README adds for the command (redistest.ACLOperatorRules), and Redis
 // refuses it nothing; with the library's rules alone, list (SCAN) is
-// refused, and inspect works.
+// refused, while inspect and run are refused nothing.
 func TestACLOperator(t *testing.T) {
 	redistest.RunReal(t, func(t *testing.T, s *redistest.Server) {
 		sc := newScene(t, s)
@@ -42,10 +42,18 @@ func TestACLOperator(t *testing.T) {
 		assert.Contains(t, force.stdout, "deleted mutex")
 		noTokens(t, sc, list, inspect, force)
 
+		// run needs only the library's rules.
+		runner := redistest.NewUser(t, s, redistest.ACLRules)
+		for _, n := range []string{"1", "2"} {
+			r := relockProc(t, append([]string{"-redis", url(runner), "run", "-n", n, sc.name + ".run", "--"}, childArgs(t, "env")...)...)
+			assert.Equal(t, 0, r.code, "run -n %s", n)
+		}
+
 		log, err := s.Admin(t).ACLLog(context.Background(), 0).Result()
 		require.NoError(t, err)
 		for _, e := range log {
 			assert.NotEqual(t, op.Username, e.Username, "Redis refused the operator %s %q", e.Reason, e.Object)
+			assert.NotEqual(t, runner.Username, e.Username, "Redis refused run %s %q", e.Reason, e.Object)
 		}
 	})
 }

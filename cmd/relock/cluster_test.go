@@ -21,7 +21,7 @@ import (
 )
 
 // TestCluster: on a Redis Cluster of three masters, list scans every
-// master, and inspect and force-unlock reach each lock's node.
+// master, and inspect, force-unlock and run reach each lock's node.
 func TestCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a new cluster takes 2s to accept writes")
@@ -81,6 +81,15 @@ func TestCluster(t *testing.T) {
 	require.Equal(t, 0, r.code)
 	assert.Contains(t, r.stdout, `deleted mutex "`+names[0]+`"`)
 	assert.Contains(t, r.stdout, `deleted reentrant "`+names[0]+`"`)
+
+	// run holds its mutex, or a semaphore's permit, on the lock's node.
+	for _, n := range []string{"1", "2"} {
+		args := append([]string{"-redis", strings.Join(urls, ","), "run", "-n", n, prefix + ".run", "--"}, childArgs(t, "env")...)
+		r = relockProc(t, args...)
+		require.Equal(t, 0, r.code)
+		fence := map[string]string{"1": "1", "2": ""}[n]
+		assert.Equal(t, "RELOCK_NAME="+prefix+".run\nRELOCK_FENCE="+fence+"\n", r.stdout)
+	}
 }
 
 // nodeOf returns the address of the master that holds key's slot.

@@ -3,6 +3,9 @@ package main
 // The command's tests run it in-process (run, with buffers) against
 // miniredis and a real redis-server (redistest.Run), on locks made with the
 // lock packages. A main package cannot be imported, so they live in it.
+// run's tests start it as a process: this test binary, re-executed as the
+// command (asCommand) or as a child for it to run (asChild, in
+// runlock_test.go).
 
 import (
 	"bytes"
@@ -28,7 +31,20 @@ import (
 	"github.com/relock-go/relock/rwlock"
 )
 
-func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case asCommand:
+			main0(os.Args[2:])
+		case asChild:
+			os.Exit(child(os.Args[2:]))
+		}
+	}
+	os.Exit(redistest.Main(m))
+}
+
+// main0 is main with args.
+func main0(args []string) { os.Exit(run(args, os.Stdin, os.Stdout, os.Stderr)) }
 
 // result is what one run of the command did.
 type result struct {

@@ -24,36 +24,51 @@ type options struct {
 	cluster  bool
 	json     bool
 	yes      bool
-	timeout  time.Duration
+	timeout  time.Duration // -call-timeout (-timeout but for run)
 	interval time.Duration
 	count    int // watch -count
+
+	// run's own flags
+	permits int           // -n
+	try     bool          // -try
+	wait    time.Duration // run -timeout: 0 waits as long as it takes
+	grace   time.Duration // -grace
+	lease   time.Duration // -lease
 }
 
 // defaults returns the options' defaults. -redis has none: its default,
 // $RELOCK_REDIS, may hold a password, which -h must not show.
 func defaults() options { return options{timeout: 5 * time.Second, interval: time.Second} }
 
-func (o *options) register(fs *flag.FlagSet) {
+// register adds the flags that every subcommand has to fs. -timeout is
+// another name of -call-timeout, except after run, whose -timeout is its
+// own flag (how long to wait for the lock): waitTimeout leaves it out.
+func (o *options) register(fs *flag.FlagSet, waitTimeout bool) {
 	fs.StringVar(&o.redis, "redis", o.redis, "Redis `URL`, or a Cluster's node URLs, comma-separated\n(default $RELOCK_REDIS, else redis://localhost:6379)")
 	fs.BoolVar(&o.cluster, "cluster", o.cluster, "treat -redis as seed nodes of a Redis Cluster")
 	fs.BoolVar(&o.json, "json", o.json, "print one JSON object per lock and line")
 	fs.BoolVar(&o.yes, "yes", o.yes, "force-unlock without asking for confirmation")
-	fs.DurationVar(&o.timeout, "timeout", o.timeout, "bound on each Redis call and on connecting")
+	fs.DurationVar(&o.timeout, "call-timeout", o.timeout, "bound `D` on each Redis call and on connecting")
+	if !waitTimeout {
+		fs.DurationVar(&o.timeout, "timeout", o.timeout, "bound `D` on each Redis call, as -call-timeout (run's -timeout,\ngiven after run, is how long it waits for the lock)")
+	}
 	fs.DurationVar(&o.interval, "interval", o.interval, "watch's refresh period")
 }
 
 // env is what a subcommand runs with.
 type env struct {
-	ctx  context.Context // ends on SIGINT/SIGTERM
-	opts options
-	rdb  redis.UniversalClient
-	in   *bufio.Reader
-	echo bool // stdin is not a terminal: show the answers read
-	out  io.Writer
-	errw io.Writer
+	ctx   context.Context // ends on SIGINT/SIGTERM, unless the command handles signals
+	opts  options
+	rdb   redis.UniversalClient
+	stdin io.Reader
+	in    *bufio.Reader // stdin, for answers
+	echo  bool          // stdin is not a terminal: show the answers read
+	out   io.Writer
+	errw  io.Writer
 }
 
-// callCtx bounds one operation (a few Redis round trips) by -timeout.
+// callCtx bounds one operation (a few Redis round trips) by -call-timeout
+// (-timeout).
 func (e *env) callCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(e.ctx, e.opts.timeout)
 }
@@ -61,9 +76,15 @@ func (e *env) callCtx() (context.Context, context.CancelFunc) {
 // command is one subcommand.
 type command struct {
 	name, args, help string
-	min, max         int                                // argument count
+	more             string                             // -h's text after help, if any
+	min, max         int                                // argument count; max < 0: no limit
 	flags            func(fs *flag.FlagSet, o *options) // the subcommand's own flags
 	run              func(e *env, args []string) error
+	// waitTimeout: the subcommand's own flags have -timeout (see register).
+	waitTimeout bool
+	// signals: the subcommand handles signals itself; otherwise its ctx
+	// ends on SIGINT and SIGTERM.
+	signals bool
 }
 
 // commands are the subcommands, in the order usage lists them.
@@ -76,6 +97,9 @@ var commands = []*command{
 		help: "delete the locks NAME if held by the owners shown"},
 	{name: "watch", args: "NAME", min: 1, max: 1, run: cmdWatch, flags: watchFlags,
 		help: "inspect NAME every -interval (or -count N times)"},
+	{name: "run", args: "[flags] NAME -- COMMAND [ARGS...]", min: 1, max: -1, run: cmdRun, flags: runFlags,
+		waitTimeout: true, signals: true, more: runHelp,
+		help: "run COMMAND while holding the lock NAME, one at a time"},
 }
 
 // usageError is a mistake on the command line (exit status 2).
@@ -83,38 +107,54 @@ type usageError struct{ error }
 
 func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
 
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return runContext(ctx, args, stdin, stdout, stderr)
+// exitStatus is an error that ends the command with its code, after
+// printing err unless it is nil.
+type exitStatus struct {
+	code int
+	err  error
 }
 
-// runContext is run with the context that interrupts the command.
+func (e exitStatus) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return runContext(context.Background(), args, stdin, stdout, stderr)
+}
+
+// runContext is run with a context that ends the command (as SIGINT and
+// SIGTERM do, for the subcommands that do not handle signals).
 func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	err := dispatch(ctx, args, stdin, stdout, stderr)
 	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
+	code := 1
+	var ue usageError
+	var st exitStatus
+	switch {
+	case errors.As(err, &st):
+		if st.err == nil {
+			return st.code
+		}
+		code = st.code
+	case errors.As(err, &ue):
+		code = 2
+	}
 	// One line, and one "relock:" (library errors carry their own).
 	msg := strings.Join(strings.Fields(strings.TrimPrefix(err.Error(), "relock: ")), " ")
-	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-		// Newer go-redis releases retry a refused dial until the deadline:
-		// say what the deadline was.
-		msg += " (no answer from the server within -timeout)"
-	}
 	fmt.Fprintln(stderr, "relock: "+msg)
-	var ue usageError
-	if errors.As(err, &ue) {
-		return 2
-	}
-	return 1
+	return code
 }
 
 func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	o := defaults()
 	fs := flag.NewFlagSet("relock", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	o.register(fs)
+	o.register(fs, false)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			usage(stdout, fs)
@@ -134,9 +174,13 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if cmd == nil {
 		return usagef("unknown subcommand %q (see relock -h)", fs.Arg(0))
 	}
+	if cmd.waitTimeout && isSet(fs, "timeout") {
+		return usagef("%s: -timeout before %s: %s's -timeout is how long to wait for the lock, given after %s; -call-timeout bounds each Redis call (see relock %s -h)",
+			cmd.name, cmd.name, cmd.name, cmd.name, cmd.name)
+	}
 	sub := flag.NewFlagSet("relock "+cmd.name, flag.ContinueOnError)
 	sub.SetOutput(io.Discard)
-	o.register(sub)
+	o.register(sub, cmd.waitTimeout)
 	if cmd.flags != nil {
 		cmd.flags(sub, &o)
 	}
@@ -145,11 +189,15 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			// Defaults, not the values given (a -redis URL may hold a password).
 			help := flag.NewFlagSet("relock "+cmd.name, flag.ContinueOnError)
 			d := defaults()
-			d.register(help)
+			d.register(help, cmd.waitTimeout)
 			if cmd.flags != nil {
 				cmd.flags(help, &d)
 			}
-			fmt.Fprintf(stdout, "usage: relock [flags] %s %s\n\n%s.\n\nflags:\n", cmd.name, cmd.args, cmd.help)
+			fmt.Fprintf(stdout, "usage: relock [flags] %s %s\n\n%s.\n", cmd.name, cmd.args, cmd.help)
+			if cmd.more != "" {
+				fmt.Fprintf(stdout, "\n%s", cmd.more)
+			}
+			fmt.Fprintf(stdout, "\nflags:\n")
 			help.SetOutput(stdout)
 			help.PrintDefaults()
 			return err
@@ -159,11 +207,15 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	switch n := sub.NArg(); {
 	case n < cmd.min:
 		return usagef("%s: missing %s (usage: relock %s %s)", cmd.name, cmd.args, cmd.name, cmd.args)
-	case n > cmd.max:
+	case cmd.max >= 0 && n > cmd.max:
 		return usagef("%s: too many arguments (usage: relock %s %s)", cmd.name, cmd.name, cmd.args)
 	}
+	callFlag := "-timeout"
+	if cmd.waitTimeout || isSet(fs, "call-timeout") || isSet(sub, "call-timeout") {
+		callFlag = "-call-timeout"
+	}
 	if o.timeout <= 0 {
-		return usagef("-timeout must be positive")
+		return usagef("%s must be positive", callFlag)
 	}
 	if o.interval <= 0 {
 		return usagef("-interval must be positive")
@@ -179,12 +231,35 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return err
 	}
 	defer rdb.Close()
-	return cmd.run(&env{ctx: ctx, opts: o, rdb: rdb, in: bufio.NewReader(stdin), echo: !terminal(stdin), out: stdout, errw: stderr}, sub.Args())
+	if !cmd.signals {
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		defer stop()
+	}
+	err = cmd.run(&env{ctx: ctx, opts: o, rdb: rdb, stdin: stdin, in: bufio.NewReader(stdin), echo: !terminal(stdin), out: stdout, errw: stderr}, sub.Args())
+	var st exitStatus
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil && !errors.As(err, &st) {
+		// Newer go-redis releases retry a refused dial until the deadline:
+		// say what the deadline was.
+		err = fmt.Errorf("%w (no answer from the server within %s)", err, callFlag)
+	}
+	return err
+}
+
+// isSet reports whether the flag called name was given to fs.
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func usage(w io.Writer, fs *flag.FlagSet) {
-	fmt.Fprintf(w, "usage: relock [flags] SUBCOMMAND [ARGS]\n\nrelock shows and repairs relock's locks on Redis.\n\nsubcommands:\n")
+	fmt.Fprintf(w, "usage: relock [flags] SUBCOMMAND [ARGS]\n\nrelock shows and repairs relock's locks on Redis, and runs commands under them.\n\nsubcommands:\n")
 	for _, c := range commands {
+		if len(c.args) > 10 {
+			fmt.Fprintf(w, "  %-13s%s\n  %-24s%s\n", c.name, c.args, "", c.help)
+			continue
+		}
 		fmt.Fprintf(w, "  %-13s%-10s %s\n", c.name, c.args, c.help)
 	}
 	fmt.Fprintf(w, "\nflags (before or after the subcommand):\n")

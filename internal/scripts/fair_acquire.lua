@@ -21,7 +21,8 @@
 -- ARGV[11] prefix of the waiters' own wake-up channels
 --
 -- Reply: {1, fence} acquired; {0, pttl, us} not yet (pttl: the holder's
--- remaining ms, 0 when the lock is granted to an earlier waiter; us: the
+-- remaining ms, the claim lease when the lock was just granted to an
+-- earlier waiter, 0 in the hold's last millisecond, -1 unknown; us: the
 -- server's time, see q_push); {0, -3} request aborted; {0, -4} re-entry on
 -- a lost hold.
 --
@@ -90,5 +91,5 @@ if ARGV[7] == '1' then
   q_join(qk, tk, mine, now, hb)
 end
 local pttl = redis.call('PTTL', lk)
-if pttl < 0 then pttl = 0 end
+if pttl < 0 then pttl = -1 end -- gone or no TTL: unknown
 return {0, pttl, server_us()}

@@ -22,8 +22,9 @@
 --
 -- Reply: {1, fence} when acquired (fence 0 without fencing),
 --        {0, pttl, us} when another owner holds it (pttl: holder's
---                  remaining ms) or it is handed to a starving waiter (us:
---                  the server's time, see q_push),
+--                  remaining ms, 0 in its last millisecond, -1 unknown) or
+--                  it is handed to a starving waiter (us: the server's
+--                  time, see q_push),
 --        {0, -3} when this request was aborted by its sender (see abort.lua).
 --
 -- Idempotent: a retried request (go-redis resends after a read timeout)
@@ -75,5 +76,5 @@ if ARGV[7] == '1' then
   q_join(qk, tk, mine, now, tonumber(ARGV[8]))
 end
 local pttl = redis.call('PTTL', lk)
-if pttl < 0 then pttl = 0 end
+if pttl < 0 then pttl = -1 end -- gone or no TTL: unknown
 return {0, pttl, server_us()}

@@ -11,7 +11,8 @@
 --         believes it has, 0 for a new hold; ARGV[6]: record TTL, used)
 --
 -- Reply: {1, fence} acquired (fence 0 without fencing or on re-entry),
---        {0, pttl, us} held by another owner (pttl: its remaining ms), or
+--        {0, pttl, us} held by another owner (pttl: its remaining ms, 0 in
+--                   its last millisecond, -1 unknown), or
 --                   handed to a starving waiter (us: the server's time, see
 --                   q_push),
 --        {0, -3}    this request was aborted by its sender,
@@ -74,5 +75,5 @@ if ARGV[7] == '1' then
   q_join(qk, tk, mine, now, tonumber(ARGV[8]))
 end
 local pttl = redis.call('PTTL', lk)
-if pttl < 0 then pttl = 0 end
+if pttl < 0 then pttl = -1 end -- gone or no TTL: unknown
 return {0, pttl, server_us()}

@@ -28,9 +28,10 @@
 --
 -- Reply: {1, fence} acquired (fence: the token of a new write hold with
 --                   fencing, else 0),
---        {0, ms, us} refused: try again after at most ms (0: unknown), or
---                   on a wake-up or grant (us: the server's time, see
---                   q_push),
+--        {0, ms, us} refused: try again once ms have passed (the longest
+--                   hold's remaining ms, 0 in its last millisecond; -1:
+--                   unknown), or on a wake-up or grant (us: the server's
+--                   time, see q_push),
 --        {0, -3}    this request was aborted by its sender,
 --        {0, -4}    re-entry refused: this owner's earlier holds are gone
 --                   (lease lost), so its critical section is unsafe,
@@ -122,7 +123,7 @@ if not grantable then
     end
   end
   local wait = redis.call('PTTL', key)
-  if wait < 0 then wait = 0 end
+  if wait < 0 then wait = -1 end -- gone or no TTL: unknown
   return {0, wait, server_us()}
 end
 

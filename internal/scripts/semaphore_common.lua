@@ -113,9 +113,9 @@ local function sem_admit(key, ok, qk, tk, channel, cap, now, stop)
 end
 
 -- sem_refused returns the ms until the earliest holder lapses (when a
--- refused waiter should try again at the latest), or 0 when unknown.
+-- refused waiter should try again at the latest), or -1 when unknown.
 local function sem_refused(ok, now)
   local first = redis.call('ZRANGE', ok, 0, 0, 'WITHSCORES')
-  if #first == 0 then return 0 end
-  return math.max(tonumber(first[2]) - now, 1)
+  if #first == 0 then return -1 end
+  return math.max(tonumber(first[2]) - now, 0)
 end

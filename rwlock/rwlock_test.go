@@ -1101,6 +1101,13 @@ func TestWaitBoundedByLease(t *testing.T) {
 	})
 }
 
+func TestWaitExpiryMidScript(t *testing.T) {
+	sides(t, locktest.WaitExpiryMidScript)
+	t.Run("read-behind-write", func(t *testing.T) {
+		locktest.WaitExpiryMidScript(t, locktest.Kind{New: newWriter, Waiter: newReader})
+	})
+}
+
 func TestSyncReplicas(t *testing.T) { sides(t, locktest.SyncReplicas) }
 
 func TestPartialReleaseResentLate(t *testing.T) { sides(t, locktest.PartialReleaseResentLate) }

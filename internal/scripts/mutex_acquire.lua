@@ -76,5 +76,8 @@ if ARGV[7] == '1' then
   q_join(qk, tk, mine, now, tonumber(ARGV[8]))
 end
 local pttl = redis.call('PTTL', lk)
-if pttl < 0 then pttl = -1 end -- gone or no TTL: unknown
+-- -2: the key expired since it was read (miniredis's clock runs on during a
+-- script; Redis's stands still): try again at once. -1: no TTL (not a key
+-- of relock's): unknown.
+if pttl == -2 then pttl = 0 end
 return {0, pttl, server_us()}

@@ -123,7 +123,10 @@ if not grantable then
     end
   end
   local wait = redis.call('PTTL', key)
-  if wait < 0 then wait = -1 end -- gone or no TTL: unknown
+  -- -2: the key expired since it was read (miniredis's clock runs on during
+  -- a script; Redis's stands still): try again at once. -1: no TTL (not a
+  -- key of relock's): unknown.
+  if wait == -2 then wait = 0 end
   return {0, wait, server_us()}
 end
 

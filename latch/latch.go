@@ -243,7 +243,7 @@ func (l *Latch) Wait(ctx context.Context) error {
 				}
 				return false, 0, err
 			}
-			return n == 0, 0, nil
+			return n == 0, core.Unknown, nil
 		},
 	})
 	if err != nil {

@@ -174,10 +174,15 @@ func TestWaitCtxEnds(t *testing.T) {
 		require.Error(t, l.Wait(wctx))
 		redistest.CheckGoroutines(t)
 
+		counter := &redistest.Counter{}
+		rdb.AddHook(counter)
 		wctx, cancel = context.WithTimeout(ctx, 150*time.Millisecond)
 		defer cancel()
 		start := time.Now()
 		err := l.Wait(wctx)
+		// Two reads of the count (before and after subscribing), then a
+		// timed retry about a second apart: a wait does not poll.
+		assert.LessOrEqual(t, counter.Commands(), int64(3), "commands sent by a Wait of 150 ms")
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.ErrorIs(t, err, relock.ErrNotObtained)
 		assert.Less(t, time.Since(start), time.Second, "Wait overran its ctx")

@@ -484,6 +484,10 @@ func TestStaleGrant(t *testing.T) { locktest.StaleGrant(t, kind) }
 
 func TestShortHeartbeatKeepsPlace(t *testing.T) { locktest.ShortHeartbeatKeepsPlace(t, kind) }
 
+func TestWaitBoundedByLease(t *testing.T) { locktest.WaitBoundedByLease(t, kind) }
+
+func TestWaitExpiryMidScript(t *testing.T) { locktest.WaitExpiryMidScript(t, kind) }
+
 func TestSyncReplicas(t *testing.T) { locktest.SyncReplicas(t, kind) }
 
 // TestACL runs the shared behaviours as a Redis user with exactly the

@@ -33,7 +33,7 @@ const (
 // result is what a refused attempt learned.
 type result struct {
 	ok    bool
-	retry time.Duration // how long until a holder's key expires on some master (<= 0: unknown)
+	retry time.Duration // how long until a holder's key expires on some master (< 0: unknown)
 	split bool          // no other owner was seen on a majority: contenders split the masters
 	some  bool          // some masters granted it (and were given back): the lock was free there
 	took  time.Duration
@@ -142,7 +142,7 @@ func (m *Mutex) attempt(ctx context.Context, c *call) (result, error) {
 		state[i] = stUnknown
 	}
 	g, r := 0, 0
-	retry := time.Duration(-1)
+	retry := core.Unknown
 	for _, rep := range got {
 		switch {
 		case rep.err != nil:
@@ -353,7 +353,7 @@ func (m *Mutex) lock(ctx context.Context, lease time.Duration) error {
 			d = backoff(splits, res.took)
 		} else {
 			splits = 0
-			d = waitFor(res.retry, m.maxWait())
+			d = core.WaitFor(res.retry, m.maxWait())
 			wake = w.C
 		}
 		if err := sleep(ctx, wake, d); err != nil {
@@ -375,16 +375,6 @@ func (m *Mutex) maxWait() time.Duration {
 		}
 	}
 	return d
-}
-
-// waitFor is how long to wait when a holder's key expires in ttl: that
-// long, capped, plus up to a tenth more so that waiters do not retry in
-// step.
-func waitFor(ttl, capWait time.Duration) time.Duration {
-	if ttl <= 0 || ttl > capWait {
-		ttl = capWait
-	}
-	return ttl + rand.N(ttl/10+1)
 }
 
 // maxTrySplits is how many times TryLock tries again after contenders

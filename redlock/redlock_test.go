@@ -89,6 +89,35 @@ func TestWaitForRelease(t *testing.T) {
 	})
 }
 
+// TestWaitLastMillisecond: a waiter refused by a holder's key in its last
+// millisecond (PTTL 0) on every master tries again about a millisecond
+// later, not after the one-second cap (0 was once taken for "unknown").
+// On miniredis, whose TTLs stand still here until FastForward: the key
+// stays in its last millisecond until the test ends it.
+func TestWaitLastMillisecond(t *testing.T) {
+	ms := startMinis(t, 5)
+	name := redistest.Name(t)
+	ms.plant(t, name, time.Hour, 0, 1, 2, 3, 4)
+	for _, m := range ms {
+		m.mini.ClockTTL(false)
+		m.mini.SetTTL(key(name), 500*time.Microsecond)
+	}
+	w := redlock.New(ms.clients(t), name)
+	got := redistest.Async(func() error { return w.Lock(context.Background()) })
+	time.Sleep(200 * time.Millisecond) // refused (PTTL 0), and waiting
+	require.Equal(t, []int{0, 1, 2, 3, 4}, ms.holders(t, name), "the planted keys")
+	for _, m := range ms {
+		m.mini.FastForward(time.Millisecond)
+	}
+	expired := time.Now()
+	r := redistest.Await(t, got, 3*time.Second, "the waiter's Lock")
+	require.NoError(t, r.Err)
+	waited := r.At.Sub(expired)
+	t.Logf("the waiter had the lock %v after the keys expired", waited)
+	assert.Less(t, waited, 300*time.Millisecond, "a waiter waited out the cap on a key in its last millisecond")
+	require.NoError(t, w.Unlock(context.Background()))
+}
+
 func TestMutualExclusion(t *testing.T) {
 	run(t, func(t *testing.T, ms masters) {
 		checkGoroutines(t)

@@ -512,6 +512,10 @@ func TestStaleGrant(t *testing.T) { locktest.StaleGrant(t, kind) }
 
 func TestShortHeartbeatKeepsPlace(t *testing.T) { locktest.ShortHeartbeatKeepsPlace(t, kind) }
 
+func TestWaitBoundedByLease(t *testing.T) { locktest.WaitBoundedByLease(t, kind) }
+
+func TestWaitExpiryMidScript(t *testing.T) { locktest.WaitExpiryMidScript(t, kind) }
+
 func TestSyncReplicas(t *testing.T) { locktest.SyncReplicas(t, kind) }
 
 func TestPartialReleaseResentLate(t *testing.T) { locktest.PartialReleaseResentLate(t, kind) }

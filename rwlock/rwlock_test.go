@@ -1094,6 +1094,22 @@ func TestStaleGrant(t *testing.T) { sides(t, locktest.StaleGrant) }
 
 func TestShortHeartbeatKeepsPlace(t *testing.T) { sides(t, locktest.ShortHeartbeatKeepsPlace) }
 
+// TestWaitBoundedByLease: a writer behind a reader ("read") or a writer
+// ("write"), and a reader behind a writer ("read-behind-write").
+func TestWaitBoundedByLease(t *testing.T) {
+	sides(t, locktest.WaitBoundedByLease)
+	t.Run("read-behind-write", func(t *testing.T) {
+		locktest.WaitBoundedByLease(t, locktest.Kind{New: newWriter, Waiter: newReader})
+	})
+}
+
+func TestWaitExpiryMidScript(t *testing.T) {
+	sides(t, locktest.WaitExpiryMidScript)
+	t.Run("read-behind-write", func(t *testing.T) {
+		locktest.WaitExpiryMidScript(t, locktest.Kind{New: newWriter, Waiter: newReader})
+	})
+}
+
 func TestSyncReplicas(t *testing.T) { sides(t, locktest.SyncReplicas) }
 
 func TestPartialReleaseResentLate(t *testing.T) { sides(t, locktest.PartialReleaseResentLate) }

@@ -933,6 +933,10 @@ func TestStaleGrant(t *testing.T) { locktest.StaleGrant(t, sem1) }
 
 func TestShortHeartbeatKeepsPlace(t *testing.T) { locktest.ShortHeartbeatKeepsPlace(t, sem1) }
 
+func TestWaitBoundedByLease(t *testing.T) { locktest.WaitBoundedByLease(t, sem1) }
+
+func TestWaitExpiryMidScript(t *testing.T) { locktest.WaitExpiryMidScript(t, sem1) }
+
 func TestSyncReplicas(t *testing.T) { locktest.SyncReplicas(t, sem1) }
 
 // TestACL runs the shared behaviours as a Redis user with exactly the

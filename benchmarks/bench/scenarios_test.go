@@ -262,3 +262,27 @@ func TestMultiMaster(t *testing.T) {
 		t.Errorf("a multi-master kind was held to a single-server target:\n%s", table)
 	}
 }
+
+// TestWatchdogManyLocksOnMiniredis runs the watchdog scenario as the
+// default run does on miniredis (500 locks) with a short lease (1 s,
+// renewed every 333 ms) for the lock types whose renewal does the most
+// work per hold: no hold may be lost. With miniredis's TTLs running
+// (ClockTTL), miniredis sorted all its keys on every command, inner
+// commands of a script included: one renewal round of the 500 holds took
+// 0.5-1.2 s, more than the lease allows, and holds were lost.
+func TestWatchdogManyLocksOnMiniredis(t *testing.T) {
+	srv := mini(t)
+	cfg := bench.Config{Server: srv, WatchdogTimeout: time.Second, WatchdogPeriods: 2}
+	for _, k := range bench.RelockKinds() {
+		if k.Name != bench.KindRWLock && k.Name != bench.KindSemaphore {
+			continue
+		}
+		t.Run(k.Name, func(t *testing.T) {
+			r := bench.Watchdog(context.Background(), cfg, k)
+			ok(t, r)
+			if w := r.Watchdog; w.Locks != 500 || w.Lost != 0 {
+				t.Errorf("watchdog: %d of %d holds lost (want 500 locks, none lost); notes %v", w.Lost, w.Locks, r.Notes)
+			}
+		})
+	}
+}

@@ -96,9 +96,10 @@ type Protocol interface {
 	Refuse(r *Request) error
 	// Acquire makes one acquire attempt. Its reply is {1, fence} when
 	// granted (fence 0 without a fencing token), {0, ms} or {0, ms, us}
-	// when refused (retry within ms, <= 0: unknown; us: the server's time
-	// of the refusal in microseconds, for a lock type that grants), or
-	// {0, code} with code ReplyAborted, ReplyLostHold or ReplyUpgrade.
+	// when refused (retry once ms have passed: the holder's remaining
+	// lease, 0 in its last millisecond, -1: unknown; us: the server's
+	// time of the refusal in microseconds, for a lock type that grants),
+	// or {0, code} with code ReplyAborted, ReplyLostHold or ReplyUpgrade.
 	Acquire(ctx context.Context, r *Request) ([]int64, error)
 	// Release gives back r.N units of r.Class: 1 when released (now or
 	// by an earlier run of the same request), 0 when the owner holds no

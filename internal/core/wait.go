@@ -15,8 +15,13 @@ import (
 const MaxWait = time.Second
 
 // Attempt tries to acquire once. It reports whether it acquired, and if
-// not, how long the current hold has left (<= 0 when unknown).
+// not, how long the current hold has left: 0 in its last millisecond,
+// Unknown (or any negative duration) when that is not known.
 type Attempt func(ctx context.Context) (ok bool, ttl time.Duration, err error)
+
+// Unknown is the ttl of a refused Attempt that does not know how long the
+// current hold has left: the wait that follows is the cap.
+const Unknown time.Duration = -1
 
 // Waiter is one blocking acquire, as Engine.Wait drives it.
 type Waiter interface {
@@ -110,7 +115,7 @@ func (e *Engine) Wait(ctx context.Context, spec WaitSpec, w Waiter) error {
 		if ok {
 			return nil
 		}
-		timer.Reset(waitFor(ttl, capWait))
+		timer.Reset(WaitFor(ttl, capWait))
 		select {
 		case <-wake:
 			if !timer.Stop() {
@@ -154,11 +159,16 @@ func (WaitFuncs) Addr() string { return "" }
 // Granted implements Waiter: no grants.
 func (WaitFuncs) Granted(string) bool { return false }
 
-// waitFor is how long to sleep when the holder has ttl left: until it
-// expires, capped, with a little jitter so waiters do not retry in step.
-func waitFor(ttl, capWait time.Duration) time.Duration {
-	if ttl <= 0 || ttl > capWait {
+// WaitFor is how long to sleep when the holder has ttl left (a script's
+// PTTL: whole milliseconds, rounded down): until it has expired, one
+// millisecond past ttl (a key whose PTTL is 0 still lives), capped at
+// capWait, plus up to a tenth more so that waiters do not retry in step.
+// A negative ttl (Unknown) waits the cap.
+func WaitFor(ttl, capWait time.Duration) time.Duration {
+	if ttl < 0 {
 		ttl = capWait
+	} else {
+		ttl = min(ttl+time.Millisecond, capWait)
 	}
 	return ttl + time.Duration(rand.Int64N(int64(ttl/10)+1))
 }

@@ -24,7 +24,8 @@
 --          field "<token>|m", see set_meta)
 --
 -- Reply: {1, fence} acquired; {0, pttl, us} not yet (pttl: the holder's
--- remaining ms, 0 when the lock is granted to an earlier waiter; us: the
+-- remaining ms, the claim lease when the lock was just granted to an
+-- earlier waiter, 0 in the hold's last millisecond, -1 unknown; us: the
 -- server's time, see q_push); {0, -3} request aborted; {0, -4} re-entry on
 -- a lost hold.
 --
@@ -96,5 +97,8 @@ if ARGV[7] == '1' then
   q_join(qk, tk, mine, now, hb)
 end
 local pttl = redis.call('PTTL', lk)
-if pttl < 0 then pttl = 0 end
+-- -2: the key expired since it was read (miniredis's clock runs on during a
+-- script; Redis's stands still): try again at once. -1: no TTL (not a key
+-- of relock's): unknown.
+if pttl == -2 then pttl = 0 end
 return {0, pttl, server_us()}

@@ -11,7 +11,8 @@
 --         believes it has, 0 for a new hold; ARGV[6]: record TTL, used)
 --
 -- Reply: {1, fence} acquired (fence 0 without fencing or on re-entry),
---        {0, pttl, us} held by another owner (pttl: its remaining ms), or
+--        {0, pttl, us} held by another owner (pttl: its remaining ms, 0 in
+--                   its last millisecond, -1 unknown), or
 --                   handed to a starving waiter (us: the server's time, see
 --                   q_push),
 --        {0, -3}    this request was aborted by its sender,
@@ -77,5 +78,8 @@ if ARGV[7] == '1' then
   q_join(qk, tk, mine, now, tonumber(ARGV[8]))
 end
 local pttl = redis.call('PTTL', lk)
-if pttl < 0 then pttl = 0 end
+-- -2: the key expired since it was read (miniredis's clock runs on during a
+-- script; Redis's stands still): try again at once. -1: no TTL (not a key
+-- of relock's): unknown.
+if pttl == -2 then pttl = 0 end
 return {0, pttl, server_us()}

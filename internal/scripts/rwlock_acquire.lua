@@ -29,9 +29,10 @@
 --
 -- Reply: {1, fence} acquired (fence: the token of a new write hold with
 --                   fencing, else 0),
---        {0, ms, us} refused: try again after at most ms (0: unknown), or
---                   on a wake-up or grant (us: the server's time, see
---                   q_push),
+--        {0, ms, us} refused: try again once ms have passed (the longest
+--                   hold's remaining ms, 0 in its last millisecond; -1:
+--                   unknown), or on a wake-up or grant (us: the server's
+--                   time, see q_push),
 --        {0, -3}    this request was aborted by its sender,
 --        {0, -4}    re-entry refused: this owner's earlier holds are gone
 --                   (lease lost), so its critical section is unsafe,
@@ -125,7 +126,10 @@ if not grantable then
     end
   end
   local wait = redis.call('PTTL', key)
-  if wait < 0 then wait = 0 end
+  -- -2: the key expired since it was read (miniredis's clock runs on during
+  -- a script; Redis's stands still): try again at once. -1: no TTL (not a
+  -- key of relock's): unknown.
+  if wait == -2 then wait = 0 end
   return {0, wait, server_us()}
 end
 

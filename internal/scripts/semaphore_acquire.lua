@@ -23,8 +23,9 @@
 -- ARGV[13] the owner's metadata ('' or absent: none)
 --
 -- Reply: {1, 0}   acquired,
---        {0, ms, us} refused: try again after at most ms (0: unknown), or
---                 on a grant (us: the server's time, see q_push),
+--        {0, ms, us} refused: try again once ms have passed (until the
+--                 earliest holder lapses, 0: at once), or on a grant (us:
+--                 the server's time, see q_push),
 --        {0, -3}  this request was aborted by its sender,
 --        {0, -4}  refused: this owner's earlier permits are gone (lapsed
 --                 or taken back), so they must be reported lost,

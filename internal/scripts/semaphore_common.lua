@@ -126,9 +126,12 @@ local function sem_admit(key, ok, qk, tk, channel, cap, now, stop, lost)
 end
 
 -- sem_refused returns the ms until the earliest holder lapses (when a
--- refused waiter should try again at the latest), or 0 when unknown.
+-- refused waiter should try again at the latest). With no holder left
+-- (the last one lapsed during this script: miniredis's clock runs on
+-- while a script runs, Redis's stands still; a refusal otherwise leaves a
+-- holder, see sem_admit) it is 0: try again at once.
 local function sem_refused(ok, now)
   local first = redis.call('ZRANGE', ok, 0, 0, 'WITHSCORES')
   if #first == 0 then return 0 end
-  return math.max(tonumber(first[2]) - now, 1)
+  return math.max(tonumber(first[2]) - now, 0)
 end

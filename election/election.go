@@ -204,6 +204,12 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 	return st.leader, nil
 }
 
+// RemainingLease returns how long the leadership has before it expires
+// unless renewed (one PTTL), or 0 when nobody leads.
+func (e *Election) RemainingLease(ctx context.Context) (time.Duration, error) {
+	return e.h.RemainingLease(ctx)
+}
+
 // ForceResign ends the leadership whatever its owner (its handle and
 // Client need not be known) and makes the head of the queue the leader,
 // as a Resign would; it reports whether there was a leadership to end. It

@@ -222,6 +222,11 @@ func TestCampaignCtxEnd(t *testing.T) {
 		rdb := s.Client(t)
 		assert.Zero(t, rdb.Exists(ctx, base(name)+":queue", base(name)+":timeouts", base(name)+":values").Val(),
 			"the candidate left something in the queue")
+		if s.Cluster == nil { // a Cluster's channels are sharded: SHARDNUMSUB on their node
+			own := base(name) + ":w:" + e.Token()
+			assert.Eventually(t, func() bool { return rdb.PubSubNumSub(ctx, own).Val()[own] == 0 },
+				2*time.Second, 5*time.Millisecond, "the candidate's channel is still subscribed")
+		}
 
 		// A later candidate is not held up by the one that gave up.
 		next := election.New(c, name, hb)
@@ -242,8 +247,8 @@ func TestCampaignCtxEnd(t *testing.T) {
 
 // TestCloseWhileCampaigning: a Client closed while its candidate waits
 // ends the Campaign with an error matching relock.ErrNotObtained and
-// relock.ErrClosed; the candidate has left the queue and no goroutine is
-// left.
+// relock.ErrClosed; the candidate has left the queue, its Observe channel
+// is closed, and no goroutine is left.
 func TestCloseWhileCampaigning(t *testing.T) {
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		redistest.CheckGoroutines(t)
@@ -255,10 +260,18 @@ func TestCloseWhileCampaigning(t *testing.T) {
 		rdb := s.Client(t)
 		c := relock.New(rdb, relock.WithWatchdogTimeout(lease))
 		e := election.New(c, name)
+		changes := e.Observe(ctx)
+		<-changes
 		done := make(chan error, 1)
 		go func() { done <- e.Campaign(ctx, "c") }()
 		waitQueued(t, s, name, 1)
 		require.NoError(t, c.Close())
+		select {
+		case _, open := <-changes:
+			assert.False(t, open, "Observe reported after its Client closed")
+		case <-time.After(2 * time.Second):
+			t.Fatal("Observe's channel did not close with its Client")
+		}
 		select {
 		case err := <-done:
 			require.ErrorIs(t, err, relock.ErrNotObtained)

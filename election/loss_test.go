@@ -3,6 +3,7 @@ package election_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -280,5 +281,61 @@ func TestResume(t *testing.T) {
 		require.ErrorIs(t, err, election.ErrNoLeader)
 		err = election.New(newClient(t, s), name, relock.WithToken(tok)).Resume(ctx)
 		require.ErrorIs(t, err, relock.ErrNotHeld, "Resume of a resigned leadership")
+	})
+}
+
+// TestDeadCandidate: a candidate whose process died (here: its network
+// cut) while it waits is dropped once its heartbeat runs out, with its
+// value: the leader's resignation then hands over to the live candidate
+// behind it at once, and observers never see the dead one lead.
+func TestDeadCandidate(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		s.SingleOnly(t, "a proxy in front of one address")
+		ctx := testCtx(t)
+		const beat = 500 * time.Millisecond
+		name := redistest.Name(t)
+		c := newClient(t, s)
+		obs := collect(election.New(c, name).Observe(ctx))
+		obs.waitFor(t, 1, 5*time.Second)
+		p := redistest.NewProxy(t, s.Addr)
+		dc := relock.New(redis.NewClient(&redis.Options{Addr: p.Addr}), relock.WithWatchdogTimeout(lease))
+		t.Cleanup(func() { _ = dc.Close() })
+
+		leader := election.New(c, name, hb)
+		require.NoError(t, leader.Campaign(ctx, "l"))
+		dctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		dead := election.New(dc, name, relock.WithHeartbeat(beat))
+		deadDone := make(chan error, 1)
+		go func() { deadDone <- dead.Campaign(dctx, "dead") }()
+		waitQueued(t, s, name, 1)
+		next := election.New(c, name, hb)
+		nextDone := make(chan error, 1)
+		go func() { nextDone <- next.Campaign(ctx, "next") }()
+		waitQueued(t, s, name, 2)
+		p.Blackhole(true)
+		time.Sleep(beat + 200*time.Millisecond)
+
+		resigned := time.Now()
+		require.NoError(t, leader.Resign(ctx))
+		select {
+		case err := <-nextDone:
+			require.NoError(t, err)
+		case <-time.After(2 * time.Second):
+			t.Fatal("the live candidate behind a dead one was not elected")
+		}
+		t.Logf("the live candidate led %v after the resignation", time.Since(resigned))
+		assert.Less(t, time.Since(resigned), 500*time.Millisecond, "the dead candidate held the line")
+		rdb := s.Client(t)
+		assert.Zero(t, rdb.Exists(ctx, base(name)+":values").Val(), "the dead candidate's value was kept")
+		assert.Zero(t, rdb.ZCard(ctx, base(name)+":queue").Val())
+		obs.waitFor(t, 3, 2*time.Second)
+		got := obs.all()
+		assert.Equal(t, fmt.Sprintf("V %d:l %d:next", got[1].Term, got[1].Term+1), show(got))
+
+		cancel()
+		p.Blackhole(false)
+		require.Error(t, <-deadDone)
+		require.NoError(t, next.Resign(ctx))
 	})
 }

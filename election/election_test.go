@@ -223,8 +223,8 @@ func TestCampaignCtxEnd(t *testing.T) {
 		assert.Zero(t, rdb.Exists(ctx, base(name)+":queue", base(name)+":timeouts", base(name)+":values").Val(),
 			"the candidate left something in the queue")
 		if s.Cluster == nil { // a Cluster's channels are sharded: SHARDNUMSUB on their node
-			own := base(name) + ":w:" + e.Token()
-			assert.Eventually(t, func() bool { return rdb.PubSubNumSub(ctx, own).Val()[own] == 0 },
+			own, admin := base(name)+":w:"+e.Token(), s.Admin(t)
+			assert.Eventually(t, func() bool { return admin.PubSubNumSub(ctx, own).Val()[own] == 0 },
 				2*time.Second, 5*time.Millisecond, "the candidate's channel is still subscribed")
 		}
 
@@ -475,5 +475,32 @@ func TestTokensNotShown(t *testing.T) {
 			}
 		}
 		assert.Contains(t, strings.Join(shown, "\n"), a.Fingerprint(), "the leader's fingerprint is shown")
+	})
+}
+
+// TestResignEndedCtx: Resign is not cancelled by its ctx, as every
+// release in relock: with a ctx ended already it still resigns, and the
+// next candidate leads.
+func TestResignEndedCtx(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := testCtx(t)
+		c := newClient(t, s)
+		name := redistest.Name(t)
+		e := election.New(c, name, hb)
+		require.NoError(t, e.Campaign(ctx, "v"))
+		next := election.New(c, name, hb)
+		done := make(chan error, 1)
+		go func() { done <- next.Campaign(ctx, "n") }()
+		waitQueued(t, s, name, 1)
+		ended, cancel := context.WithCancel(ctx)
+		cancel()
+		require.NoError(t, e.Resign(ended))
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(2 * time.Second):
+			t.Fatal("a Resign with an ended ctx did not hand over")
+		}
+		require.NoError(t, next.Resign(ctx))
 	})
 }

@@ -70,7 +70,6 @@ func TestHandOff(t *testing.T)                  { locktest.HandOff(t, kind) }
 func TestGrantLost(t *testing.T)                { locktest.GrantLost(t, kind) }
 func TestGrantToDeadWaiter(t *testing.T)        { locktest.GrantToDeadWaiter(t, kind) }
 func TestGrantThenGiveUp(t *testing.T)          { locktest.GrantThenGiveUp(t, kind) }
-func TestGrantToOtherCall(t *testing.T)         { locktest.GrantToOtherCall(t, kind) }
 func TestStaleGrant(t *testing.T)               { locktest.StaleGrant(t, kind) }
 func TestShortHeartbeatKeepsPlace(t *testing.T) { locktest.ShortHeartbeatKeepsPlace(t, kind) }
 func TestHoldContextUnreachable(t *testing.T)   { locktest.HoldContextUnreachable(t, kind) }

@@ -58,8 +58,12 @@ type Election struct {
 // fires, when the lease runs out); relock.WithHeartbeat sets how long a
 // candidate keeps its place in the queue without showing it is alive
 // (default 5 s): a candidate whose process died delays the others by at
-// most that. relock.WithToken and relock.WithSyncReplicas work as for the
-// locks; relock.WithFencing is implied (every leadership has a term).
+// most that. relock.WithToken (see Resume) and relock.WithSyncReplicas
+// work as for the locks (a leadership that too few replicas confirmed is
+// given back at once, and Campaign returns an error matching
+// relock.ErrNotReplicated; observers see it lead, then the vacancy or
+// the next leader); relock.WithFencing is implied (every leadership has a
+// term).
 func New(c *relock.Client, name string, opts ...relock.LockOption) *Election {
 	o := core.NewOwner(c, "election", name, core.Options(opts))
 	e := &Election{slot: make(chan struct{}, 1), pmu: make(chan struct{}, 1)}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -337,5 +338,43 @@ func TestDeadCandidate(t *testing.T) {
 		p.Blackhole(false)
 		require.Error(t, <-deadDone)
 		require.NoError(t, next.Resign(ctx))
+	})
+}
+
+// TestSyncReplicas: with relock.WithSyncReplicas a new leadership waits
+// for the master's replicas; asking for more replicas than there are, the
+// Campaign fails with relock.ErrNotReplicated and nobody leads.
+func TestSyncReplicas(t *testing.T) {
+	redistest.RunReal(t, func(t *testing.T, _ *redistest.Server) {
+		ctx := testCtx(t)
+		master := redistest.StartManaged(t, "", "--repl-diskless-sync-delay", "0")
+		host, port, err := net.SplitHostPort(master.Addr)
+		require.NoError(t, err)
+		redistest.StartManaged(t, "", "--replicaof", host, port)
+		rdb := master.Node(t)
+		require.Eventually(t, func() bool {
+			c := rdb.Conn()
+			defer c.Close()
+			c.Set(ctx, "relock-test:warm-up", 1, time.Minute)
+			wait := redis.NewIntCmd(ctx, "WAIT", 1, 100)
+			_ = c.Process(ctx, wait)
+			return wait.Val() == 1
+		}, 10*time.Second, time.Millisecond, "the replica never confirmed a write")
+		c := relock.New(rdb, relock.WithWatchdogTimeout(lease))
+		t.Cleanup(func() { _ = c.Close() })
+		name := redistest.Name(t)
+
+		e := election.New(c, name, relock.WithSyncReplicas(1, 500*time.Millisecond))
+		require.NoError(t, e.Campaign(ctx, "v"), "one replica, one asked")
+		time.Sleep(lease) // renewals confirmed by the replica keep it
+		assert.True(t, e.Leading())
+		require.NoError(t, e.Resign(ctx))
+
+		greedy := election.New(c, name, relock.WithSyncReplicas(2, 100*time.Millisecond))
+		err = greedy.Campaign(ctx, "g")
+		require.ErrorIs(t, err, relock.ErrNotReplicated, "two replicas asked, one there")
+		assert.False(t, greedy.Leading())
+		_, err = e.Leader(ctx)
+		require.ErrorIs(t, err, election.ErrNoLeader, "a leadership the replicas did not confirm was left")
 	})
 }

@@ -278,8 +278,19 @@ func (e *Election) Extend(ctx context.Context, d time.Duration) error {
 // Resume adopts the leadership that the handle's owner token has in Redis
 // (see mutex.Mutex.Resume): a handle made with relock.WithToken takes over
 // the leadership of another handle of that token (in another process, or
-// before a restart), with its term.
-func (e *Election) Resume(ctx context.Context) error { return e.h.Resume(ctx, "resume") }
+// before a restart), with its term. It waits for a Campaign of this handle
+// in progress to return first.
+func (e *Election) Resume(ctx context.Context) error {
+	// Not while a Campaign of the handle runs (it settles a lost
+	// leadership before it waits, which must not be this one).
+	select {
+	case e.slot <- struct{}{}:
+	case <-ctx.Done():
+		return e.errorf("resume", ctx.Err())
+	}
+	defer func() { <-e.slot }()
+	return e.h.Resume(ctx, "resume")
+}
 
 // Token returns the handle's owner token (see mutex.Mutex.Token). It is
 // never shown in errors, events, log entries or Leader.

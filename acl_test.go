@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock"
+	"github.com/relock-go/relock/election"
 	"github.com/relock-go/relock/fair"
 	"github.com/relock-go/relock/internal/redistest"
 	"github.com/relock-go/relock/latch"
@@ -178,7 +179,8 @@ var lockTypes = []lockType{
 // a Lock whose ctx would allow 20 s): on a free lock, and on one held by
 // another Client (so the Lock would otherwise wait). The one exception is
 // the mutex's first attempt, a native SET NX: where SET is allowed it may
-// take a free mutex, and then its Unlock (a script) fails.
+// take a free mutex, and then its Unlock (a script) fails. An election's
+// Campaign and Leader, and a latch's calls, are refused likewise.
 func TestACLWithoutRights(t *testing.T) {
 	const bound = 2 * time.Second
 	lacks := []struct{ name, rules string }{
@@ -242,6 +244,35 @@ func TestACLWithoutRights(t *testing.T) {
 						assert.False(t, ok)
 					})
 				}
+				t.Run("election", func(t *testing.T) {
+					ctx, cancel := context.WithTimeout(context.Background(), 10*bound)
+					defer cancel()
+					name := redistest.Name(t)
+					check := func(what string, start time.Time, err error) {
+						t.Helper()
+						t.Logf("%s: %v (%v)", what, err, time.Since(start))
+						assert.Less(t, time.Since(start), bound, what)
+						require.Error(t, err, what)
+						assert.Regexp(t, refusal, err.Error(), what)
+						assert.True(t, strings.HasPrefix(err.Error(), "election: "), "%s: %v", what, err)
+						assert.Contains(t, err.Error(), fmt.Sprintf("%q", name), "%s: %v", what, err)
+						assert.NotErrorIs(t, err, relock.ErrNotObtained, what)
+					}
+					e := election.New(c, name)
+					start := time.Now()
+					check("Campaign of a free election", start, e.Campaign(ctx, "v"))
+					assert.ErrorIs(t, e.Resign(ctx), election.ErrNotLeader, "Resign after a refused Campaign")
+					start = time.Now()
+					_, err := e.Leader(ctx)
+					check("Leader", start, err)
+
+					// Led by another Client: a Campaign that would wait.
+					leader := election.New(admin, name)
+					require.NoError(t, leader.Campaign(ctx, "l"))
+					defer func() { require.NoError(t, leader.Resign(ctx)) }()
+					start = time.Now()
+					check("Campaign of a led election", start, election.New(c, name).Campaign(ctx, "v"))
+				})
 				t.Run("latch", func(t *testing.T) {
 					if lack.name == "no-time" {
 						t.Skip("the latch's scripts do not call TIME")

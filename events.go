@@ -55,7 +55,7 @@ func (t EventType) String() string { return core.EventType(t).String() }
 // (see WithObserver).
 type Event struct {
 	Type EventType // what happened
-	Kind string    // lock type: "mutex", "reentrant", "fair", "rwlock", "semaphore", "redlock"
+	Kind string    // lock type: "mutex", "reentrant", "fair", "rwlock", "semaphore", "redlock", "election"
 	Name string    // the lock's name
 	// Mode is "read" or "write" for an rwlock's acquire, failure and
 	// release (the side of the call that began or ended the hold; a

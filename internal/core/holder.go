@@ -234,6 +234,21 @@ func (h *Holder) loseLocked(cause error) {
 	h.markLostLocked(cause)
 }
 
+// LoseIf declares the handle's current hold lost because of cause, as
+// Extend does when Redis no longer has it, if that hold is still the one
+// whose fencing token of class is fence: a call of a lock type that found
+// the hold gone at Redis (an election's Proclaim) may have raced with its
+// release and a new acquire. It sends nothing.
+func (h *Holder) LoseIf(class Class, fence int64, cause error) {
+	h.mu.Lock()
+	defer h.unlock()
+	h.syncLostLocked()
+	if h.lost != nil || h.hold == nil || h.ending || h.held[class] == 0 || h.fence[class] != fence {
+		return
+	}
+	h.loseLocked(cause)
+}
+
 // lostLocked takes note of a loss that the watchdog declared for this
 // handle without telling it (see watchdog.Lose): the event is the
 // handle's to report.

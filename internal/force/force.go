@@ -52,12 +52,13 @@ const (
 const MaxRecordTTL = core.MaxRecordTTL
 
 // Unlock force-unlocks the lock of o's kind and name (mutex, reentrant,
-// fair, rwlock, or semaphore of capacity permits; o is any handle of the
-// lock, it need not hold it). With holders nil it deletes the lock
-// whatever its holders; otherwise only while the lock's holders are
-// exactly the owners whose tokens holders lists (an empty list: nobody),
-// and it reports Changed, changing nothing, when they are not. Waiters are
-// admitted as by a release: woken, or granted the lock.
+// fair, rwlock, semaphore of capacity permits, or an election's
+// leadership; o is any handle of the lock, it need not hold it). With
+// holders nil it deletes the lock whatever its holders; otherwise only
+// while the lock's holders are exactly the owners whose tokens holders
+// lists (an empty list: nobody), and it reports Changed, changing
+// nothing, when they are not. Waiters are admitted as by a release:
+// woken, or granted the lock.
 //
 // Errors are returned as they come: o's own (Check), Redis's (a
 // semaphore's capacity mismatch is the error reply "RELOCK_CAPACITY <c>"),
@@ -117,6 +118,11 @@ func spec(o *core.Owner, permits int, rk string) (*redis.Script, []string, []any
 		return scripts.RWForceUnlock,
 			[]string{k.Lock, k.Fence, rk, k.Sub("owners"), k.Queue, k.Timeouts, k.Sub("readers")},
 			[]any{k.Channel}, nil
+	case "election":
+		logTTL := max(o.Lease(), o.Heartbeat()).Milliseconds()
+		return scripts.ElectionForceResign,
+			[]string{k.Lock, k.Fence, rk, k.Queue, k.Timeouts, k.Sub("values"), k.Sub("log")},
+			[]any{k.WaitPrefix(), k.Channel, logTTL}, nil
 	case "semaphore":
 		return scripts.SemForceRelease, []string{k.Lock, rk, k.Sub("owners"), k.Queue, k.Timeouts},
 			[]any{permits, k.Channel}, nil

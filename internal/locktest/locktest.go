@@ -71,6 +71,11 @@ type Kind struct {
 	// Tokens returns the owner tokens stored for the lock at Redis (to
 	// check that none is ever shown).
 	Tokens func(ctx context.Context, rdb redis.UniversalClient, name string) []string
+	// Keeps lists the suffixes of the keys that this kind keeps after its
+	// holders and waiters are gone, for longer than the suites wait (an
+	// election's term counter ":fence", and its log ":log", which lives a
+	// lease).
+	Keeps []string
 }
 
 func (k Kind) waiter(c *relock.Client, name string, opts ...relock.LockOption) Handle {

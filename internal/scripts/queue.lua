@@ -42,8 +42,9 @@ local function q_parse(e)
 end
 
 -- q_head drops dead waiters from the head and returns the live head entry
--- with its arrival (us), or false.
-local function q_head(qk, tk, now)
+-- with its arrival (us), or false. dropped, if given, is called with each
+-- entry dropped (for what a lock type keeps beside its waiters).
+local function q_head(qk, tk, now, dropped)
   while true do
     local h = redis.call('ZRANGE', qk, 0, 0, 'WITHSCORES')
     if #h == 0 then return false end
@@ -51,6 +52,7 @@ local function q_head(qk, tk, now)
     if dl and tonumber(dl) > now then return h[1], tonumber(h[2]) end
     redis.call('ZREM', qk, h[1])
     redis.call('ZREM', tk, h[1])
+    if dropped then dropped(h[1]) end
   end
 end
 

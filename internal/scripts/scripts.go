@@ -151,6 +151,38 @@ var (
 // sem prepends what every semaphore script uses.
 func sem(src string) string { return record + clock + queue + semaphoreCommon + src }
 
+// The election scripts; all share record.lua, clock.lua, queue.lua and
+// election_common.lua.
+var (
+	//go:embed election_common.lua
+	electionCommon string
+	//go:embed election_campaign.lua
+	electionCampaign string
+	//go:embed election_resign.lua
+	electionResign string
+	//go:embed election_abort.lua
+	electionAbort string
+	//go:embed election_leave.lua
+	electionLeave string
+	//go:embed election_proclaim.lua
+	electionProclaim string
+	//go:embed election_observe.lua
+	electionObserve string
+	//go:embed election_force_resign.lua
+	electionForceResign string
+
+	ElectionCampaign    = newScript(election(electionCampaign))
+	ElectionResign      = newScript(election(electionResign))
+	ElectionAbort       = newScript(election(electionAbort))
+	ElectionLeave       = newScript(election(electionLeave))
+	ElectionProclaim    = newScript(election(electionProclaim))
+	ElectionObserve     = newScript(election(electionObserve))
+	ElectionForceResign = newScript(election(force + electionForceResign))
+)
+
+// election prepends what every election script uses.
+func election(src string) string { return record + clock + queue + electionCommon + src }
+
 // The count-down latch scripts; both share record.lua.
 var (
 	//go:embed latch_set.lua

@@ -24,6 +24,6 @@ func TestACL(t *testing.T) {
 		t.Run("Resume", TestResume)
 		t.Run("ForceResign", TestForceResign)
 		t.Run("ProclaimFindsLoss", TestProclaimFindsLoss)
-		t.Run("Run", TestRun)
+		t.Run("Do", TestDo)
 	})
 }

@@ -5,7 +5,7 @@
 // and every leadership has a term that is a fencing token.
 //
 //	e := election.New(c, "scheduler")
-//	err := e.Run(ctx, "host-a:8080", func(ctx context.Context) error {
+//	err := e.Do(ctx, "host-a:8080", func(ctx context.Context) error {
 //		// Lead until ctx is done; give e.Term() to what you act on.
 //	})
 //

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/relock-go/relock"
 	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/force"
@@ -263,7 +265,7 @@ func (e *Election) LostErr() error { return e.h.LostErr() }
 // the handle's current leadership ends: lost (its cause is then LostErr's
 // error, at the same moment as Lost fires), or resigned (cause
 // context.Canceled, when Resign is called). When the handle does not lead,
-// the context is cancelled already. Run gives its function such a
+// the context is cancelled already. Do gives its function such a
 // context.
 func (e *Election) HoldContext(ctx context.Context) context.Context { return e.h.HoldContext(ctx) }
 
@@ -299,6 +301,17 @@ func (e *Election) Token() string { return e.h.Token }
 // Fingerprint returns the handle's owner fingerprint, as Leader reports
 // it (see mutex.Mutex.Fingerprint).
 func (e *Election) Fingerprint() string { return core.Fingerprint(e.h.Token) }
+
+// Run runs s with keys and args atomically with a check, in the same
+// script call, that this handle still leads: a write guarded by the
+// leadership (see relock.Script and mutex.Mutex.Run). A former leader's
+// write is refused with an error matching relock.ErrNotHeld (and
+// relock.ErrLockGone: the leadership is then lost, Lost fires); a handle
+// that knows it does not lead sends nothing. On a Redis Cluster each key
+// must be in the election's slot (its hash tag {name}).
+func (e *Election) Run(ctx context.Context, s *relock.Script, keys []string, args ...any) *redis.Cmd {
+	return e.h.RunGuarded(ctx, "run", core.GuardedOf(s), keys, args...)
+}
 
 // Name returns the election's name.
 func (e *Election) Name() string { return e.h.Name }

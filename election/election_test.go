@@ -367,7 +367,7 @@ func TestBadInput(t *testing.T) {
 			require.ErrorIs(t, err, tc.want)
 			_, open := <-tc.e.Observe(ctx)
 			assert.False(t, open, "Observe of an unusable handle")
-			require.ErrorIs(t, tc.e.Run(ctx, "v", func(context.Context) error { return nil }), tc.want)
+			require.ErrorIs(t, tc.e.Do(ctx, "v", func(context.Context) error { return nil }), tc.want)
 		})
 	}
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
@@ -388,7 +388,7 @@ func TestBadInput(t *testing.T) {
 			})
 		}
 		e := election.New(c, redistest.Name(t))
-		require.ErrorIs(t, e.Run(ctx, "v", nil), relock.ErrInvalidOption)
+		require.ErrorIs(t, e.Do(ctx, "v", nil), relock.ErrInvalidOption)
 		require.ErrorIs(t, e.Proclaim(ctx, strings.Repeat("x", election.MaxValueLen+1)), relock.ErrInvalidOption)
 	})
 }

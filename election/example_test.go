@@ -37,7 +37,7 @@ func Example() {
 
 	a, b := election.New(c, "scheduler"), election.New(c, "scheduler")
 	standby := make(chan error, 1)
-	err := a.Run(ctx, "host-a", func(lctx context.Context) error {
+	err := a.Do(ctx, "host-a", func(lctx context.Context) error {
 		show()
 		// lctx ends if the leadership is lost; a.Term() is the fencing
 		// token of what the leader writes.
@@ -50,7 +50,7 @@ func Example() {
 		for rdb.ZCard(ctx, "relock:election:{scheduler}:queue").Val() != 1 {
 			time.Sleep(time.Millisecond)
 		}
-		return nil // Run resigns: the standby leads next
+		return nil // Do resigns: the standby leads next
 	})
 	if err != nil {
 		panic(err)

@@ -44,6 +44,18 @@ func (h handle) IsLocked(ctx context.Context) (bool, error) {
 
 func (h handle) ForceUnlock(ctx context.Context) (bool, error) { return h.ForceResign(ctx) }
 
+// Holders is the leader, as a lock's holder: its value is its metadata.
+func (h handle) Holders(ctx context.Context) ([]relock.Holder, error) {
+	l, err := h.Leader(ctx)
+	if errors.Is(err, election.ErrNoLeader) {
+		return []relock.Holder{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return []relock.Holder{{Fingerprint: l.Fingerprint, Metadata: l.Value, Count: 1}}, nil
+}
+
 // kind describes an election to the shared suites.
 var kind = locktest.Kind{
 	Grants: true,
@@ -80,3 +92,5 @@ func TestFinalReleaseResentAfterRenewal(t *testing.T) {
 func TestClusterWakeUps(t *testing.T)             { locktest.ClusterWakeUps(t, kind) }
 func TestClusterReshard(t *testing.T)             { locktest.ClusterReshard(t, kind) }
 func TestClusterReleaseMidMigration(t *testing.T) { locktest.ClusterReleaseMidMigration(t, kind) }
+
+func TestGuarded(t *testing.T) { locktest.Guarded(t, kind) }

@@ -169,16 +169,16 @@ func TestUnreachableLeader(t *testing.T) {
 }
 
 // TestRun: fn runs while the handle leads, with a context that ends when
-// the leadership is lost (cause: the loss); Run resigns when fn returns
+// the leadership is lost (cause: the loss); Do resigns when fn returns
 // or panics, and returns fn's error joined with Resign's.
-func TestRun(t *testing.T) {
+func TestDo(t *testing.T) {
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		c := newClient(t, s)
 		name := redistest.Name(t)
 		e := election.New(c, name, hb)
 		errFn := errors.New("fn failed")
-		err := e.Run(ctx, "r", func(fctx context.Context) error {
+		err := e.Do(ctx, "r", func(fctx context.Context) error {
 			assert.True(t, e.Leading())
 			l, err := e.Leader(fctx)
 			require.NoError(t, err)
@@ -189,10 +189,10 @@ func TestRun(t *testing.T) {
 		require.NotErrorIs(t, err, election.ErrNotLeader)
 		assert.False(t, e.Leading())
 		_, err = e.Leader(ctx)
-		require.ErrorIs(t, err, election.ErrNoLeader, "Run did not resign")
+		require.ErrorIs(t, err, election.ErrNoLeader, "Do did not resign")
 
-		// A loss ends fn's context; Run reports it.
-		err = e.Run(ctx, "r", func(fctx context.Context) error {
+		// A loss ends fn's context; Do reports it.
+		err = e.Do(ctx, "r", func(fctx context.Context) error {
 			_, ferr := election.New(c, name, hb).ForceResign(ctx)
 			require.NoError(t, ferr)
 			select {
@@ -211,17 +211,17 @@ func TestRun(t *testing.T) {
 		// A panic resigns too.
 		func() {
 			defer func() { assert.Equal(t, "boom", recover()) }()
-			_ = e.Run(ctx, "p", func(context.Context) error { panic("boom") })
+			_ = e.Do(ctx, "p", func(context.Context) error { panic("boom") })
 		}()
 		_, err = e.Leader(ctx)
-		require.ErrorIs(t, err, election.ErrNoLeader, "Run did not resign on a panic")
+		require.ErrorIs(t, err, election.ErrNoLeader, "Do did not resign on a panic")
 
 		// Not elected: fn does not run.
 		other := election.New(c, name, hb)
 		require.NoError(t, other.Campaign(ctx, "o"))
 		cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 		defer cancel()
-		err = e.Run(cctx, "r", func(context.Context) error { t.Error("fn ran"); return nil })
+		err = e.Do(cctx, "r", func(context.Context) error { t.Error("fn ran"); return nil })
 		require.ErrorIs(t, err, relock.ErrNotObtained)
 		require.NoError(t, other.Resign(ctx))
 		assertOnlyCounter(t, s, name, 2*lease)

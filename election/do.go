@@ -7,7 +7,7 @@ import (
 	"github.com/relock-go/relock/internal/lockerr"
 )
 
-// Run campaigns with value (waiting as Campaign does), runs fn while the
+// Do campaigns with value (waiting as Campaign does), runs fn while the
 // handle leads, and resigns when fn returns, or panics (the panic then
 // goes on, after the resignation), in the manner of client-go's
 // leaderelection.RunOrDie. It returns Campaign's error if the handle was
@@ -20,15 +20,16 @@ import (
 // and relock.ErrLeaseExpired, relock.ErrLockGone or relock.ErrClosed, as
 // LostErr reports it. fn must stop acting as the leader when its context
 // is done; the leadership's term (Term) is its fencing token for whatever
-// it acts on. If the leadership was lost while fn ran, Run's error matches
+// it acts on. If the leadership was lost while fn ran, Do's error matches
 // ErrNotLeader and the loss's reason (from Resign), whatever fn returned.
 //
-// The resignation is not cancelled by ctx (see Resign). Run adds no Redis
+// It is relock.Do for a leadership. The resignation is not cancelled by
+// ctx (see Resign). Do adds no Redis
 // command to those of Campaign and Resign, and starts no goroutine. To
-// stand again after a loss, call Run again.
-func (e *Election) Run(ctx context.Context, value string, fn func(ctx context.Context) error) (err error) {
+// stand again after a loss, call Do again.
+func (e *Election) Do(ctx context.Context, value string, fn func(ctx context.Context) error) (err error) {
 	if fn == nil {
-		return e.errorf("run", fmt.Errorf("%w: nil function", lockerr.InvalidOption))
+		return e.errorf("do", fmt.Errorf("%w: nil function", lockerr.InvalidOption))
 	}
 	if err := e.Campaign(ctx, value); err != nil {
 		return err

@@ -85,7 +85,7 @@ func TestACLRulesCoverScripts(t *testing.T) {
 	// in Go; SSUBSCRIBE, SUNSUBSCRIBE; CLUSTER SLOTS) are ACLClusterRules,
 	// which the lock packages' TestACL/cluster checks against the ACL LOG
 	// of every node.
-	direct := map[string]bool{"evalsha": true, "eval": true, "set": true, "get": true, "exists": true,
+	direct := map[string]bool{"evalsha": true, "eval": true, "fcall": true, "function|load": true, "set": true, "get": true, "exists": true,
 		"pttl": true, "hget": true, "wait": true, "subscribe": true, "unsubscribe": true, "ping": true,
 		"client|setname": true, "select": true,
 		// The snapshot scripts of internal/inspect (the handles' Holders),
@@ -185,7 +185,7 @@ func TestACLWithoutRights(t *testing.T) {
 	const bound = 2 * time.Second
 	lacks := []struct{ name, rules string }{
 		{"no-keys", strings.Replace(redistest.ACLRules, " ~relock:* ", " ", 1)},
-		{"no-scripts", strings.Replace(redistest.ACLRules, " +evalsha +eval ", " ", 1)},
+		{"no-scripts", strings.Replace(redistest.ACLRules, " +evalsha +eval +fcall +function|load ", " ", 1)},
 		{"no-time", strings.Replace(redistest.ACLRules, " +time", "", 1)}, // called only inside scripts
 	}
 	for _, lack := range lacks {

@@ -361,13 +361,13 @@ func TestStalledServerRetries(t *testing.T) {
 		a := mutex.New(c, name)
 
 		require.NoError(t, rdb.Ping(ctx).Err()) // a stall during a dial is not retried
-		calls := redistest.CommandCalls(t, admin, "evalsha", "eval", "set")
+		calls := redistest.CommandCalls(t, admin, "evalsha", "eval", "fcall", "set")
 		redistest.Stall(t, admin, 200*time.Millisecond)
 		require.NoError(t, a.Lock(ctx), "acquire across a stall")
 		require.NoError(t, rdb.Ping(ctx).Err())
 		redistest.Stall(t, admin, 200*time.Millisecond)
 		require.NoError(t, a.Unlock(ctx), "release across a stall")
-		assert.GreaterOrEqual(t, redistest.CommandCalls(t, admin, "evalsha", "eval", "set")-calls, int64(4),
+		assert.GreaterOrEqual(t, redistest.CommandCalls(t, admin, "evalsha", "eval", "fcall", "set")-calls, int64(4),
 			"the stall did not make the scripts run more than once")
 		assert.Empty(t, s.Keys(t, "relock:mutex:{"+name+"}"))
 		ok, err := mutex.New(c, name).TryLock(ctx)

@@ -2,7 +2,6 @@ package redlock_test
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -66,7 +65,7 @@ func (r *renewals) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		now := time.Now()
 		for _, c := range cmds {
-			if n := strings.ToLower(c.Name()); n != "evalsha" && n != "eval" {
+			if !redistest.IsScript(c.Name()) {
 				continue
 			}
 			for _, a := range c.Args() {

@@ -178,7 +178,7 @@ func (s *Server) commandStats(ctx context.Context) (map[string]cmdStat, bool) {
 func (s *Server) scriptTime(ctx context.Context) (cmdStat, bool) {
 	st, ok := s.commandStats(ctx)
 	var n cmdStat
-	for _, name := range []string{"eval", "evalsha", "eval_ro", "evalsha_ro"} {
+	for _, name := range []string{"eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"} {
 		n.calls += st[name].calls
 		n.usec += st[name].usec
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/relock-go/relock/internal/lockerr"
 	"github.com/relock-go/relock/internal/notify"
+	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/shard"
 	"github.com/relock-go/relock/internal/watchdog"
 )
@@ -25,6 +26,9 @@ type Engine struct {
 	RDB redis.UniversalClient
 	WD  *watchdog.Watchdog
 	Hub *notify.Hub
+	// Scripts runs relock's scripts: as functions where the servers have
+	// them, else as scripts.
+	Scripts *scripts.Runner
 
 	// Err is set when the client itself is unusable (nil Redis client,
 	// invalid options); every lock operation returns it.
@@ -90,10 +94,15 @@ func NewEngine(rdb redis.UniversalClient, cfg Config, cfgErr error) *Engine {
 			e.obs.emit(Event{Type: EventRenewalFailed, Holds: holds, Err: err})
 		}
 	}
-	e.WD = watchdog.New(rdb, cfg.WatchdogLease, roundFailed)
 	e.Hub = notify.New(rdb)
 	e.poll = cfg.Poll
 	e.sharded = e.Hub.Sharded()
+	e.Scripts = scripts.NewRunner(rdb, e.sharded, func(reason error) {
+		if cfg.Logger != nil {
+			cfg.Logger.Info("relock: Redis functions unavailable; running scripts instead (EVALSHA)", "reason", reason)
+		}
+	})
+	e.WD = watchdog.New(rdb, cfg.WatchdogLease, e.Scripts, roundFailed)
 	e.Hub.OnRefused = func(err error) {
 		e.Emit(Event{Type: EventPushUnavailable, Err: err})
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/relock-go/relock/internal/scripts"
 
 	"github.com/relock-go/relock/internal/lockerr"
 )
@@ -23,7 +23,7 @@ import (
 // how long the longest waiter may wait before a release hands the lock to
 // it (StarvationThreshold; the fair lock always hands over).
 type Scripts struct {
-	Acquire, Release, Abort, Leave *redis.Script
+	Acquire, Release, Abort, Leave *scripts.Script
 	// SetNX makes a new hold's first attempt a native SET NX PX (the plain
 	// mutex without fencing): one cheap command when the lock is free, the
 	// acquire script only when it is not (which also recognises a resent

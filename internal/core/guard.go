@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/relock-go/relock/internal/lockerr"
+	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/shard"
 	"github.com/relock-go/relock/internal/watchdog"
 )
@@ -150,7 +151,10 @@ func (h *Holder) RunGuarded(ctx context.Context, op string, g *Guarded, keys []s
 	mine := len(all) - len(keys)
 	argv := append(args[:len(args):len(args)], h.Token, strconv.Itoa(mine))
 	h.sent++
-	res := h.send(ctx, h.scripter(), h.conn != nil, g.script(h.watchKind), all, argv...)
+	gs := g.script(h.watchKind)
+	res := h.send(ctx, h.scripter(), h.conn != nil, func(ctx context.Context, via scripts.Caller) *redis.Cmd {
+		return gs.Run(ctx, via, all, argv...)
+	})
 	if err := res.Err(); err != nil && isNotHeldReply(err) {
 		cause := lockerr.Loss(lockerr.Gone, "lock gone, expired or taken by another owner")
 		h.loseLocked(cause)

@@ -148,39 +148,43 @@ func (o *Owner) RecordTTL() int64 { return min(o.Lease(), MaxRecordTTL).Millisec
 
 // Run runs script on the owner's Redis client, or on its pinned
 // connection during a WithSyncReplicas attempt (the caller holds the
-// handle's mutex); on a Cluster, the script's twin that publishes wake-ups
-// with SPUBLISH, declaring one key more (Keys.Absent). A script that a
-// Cluster refuses while its slot moves is sent again (see again).
-func (o *Owner) Run(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
-	s, keys = o.forCluster(s, keys)
-	return o.send(ctx, o.scripter(), o.conn != nil, s, keys, args...)
+// handle's mutex), as the Client's Runner does (a function, or a script);
+// on a Cluster, its twin that publishes wake-ups with SPUBLISH, declaring
+// one key more (Keys.Absent). A script that a Cluster refuses while its
+// slot moves is sent again (see again).
+func (o *Owner) Run(ctx context.Context, s *scripts.Script, keys []string, args ...any) *redis.Cmd {
+	keys = o.forCluster(keys)
+	return o.send(ctx, o.scripter(), o.conn != nil, func(ctx context.Context, via scripts.Caller) *redis.Cmd {
+		return o.E.Scripts.Run(ctx, via, s, keys, args...)
+	})
 }
 
 // RunShared is Run on the owner's Redis client, never on a pinned
 // connection: for calls made without the handle's mutex (an operator's
 // force-unlock, a semaphore's count), which must not share the
 // connection of an attempt in flight.
-func (o *Owner) RunShared(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
-	s, keys = o.forCluster(s, keys)
-	return o.send(ctx, o.E.RDB, false, s, keys, args...)
+func (o *Owner) RunShared(ctx context.Context, s *scripts.Script, keys []string, args ...any) *redis.Cmd {
+	keys = o.forCluster(keys)
+	return o.send(ctx, o.E.RDB, false, func(ctx context.Context, via scripts.Caller) *redis.Cmd {
+		return o.E.Scripts.Run(ctx, via, s, keys, args...)
+	})
 }
 
-// forCluster returns, on a Cluster, the twin of s that publishes with
-// SPUBLISH and keys with the lock's never-created key (Keys.Absent)
-// last; elsewhere s and keys.
-func (o *Owner) forCluster(s *redis.Script, keys []string) (*redis.Script, []string) {
+// forCluster returns keys, with the lock's never-created key
+// (Keys.Absent) last on a Cluster.
+func (o *Owner) forCluster(keys []string) []string {
 	if !o.E.sharded {
-		return s, keys
+		return keys
 	}
-	return scripts.Sharded(s), append(keys[:len(keys):len(keys)], o.Keys.Absent())
+	return append(keys[:len(keys):len(keys)], o.Keys.Absent())
 }
 
-// send runs script s via the owner's client or pinned connection, sending
-// it again while a Cluster refuses it because its slot moves (see again).
-func (o *Owner) send(ctx context.Context, via redis.Scripter, pinned bool, s *redis.Script, keys []string, args ...any) *redis.Cmd {
+// send runs call via the owner's client or pinned connection, calling it
+// again while a Cluster refuses it because its slot moves (see again).
+func (o *Owner) send(ctx context.Context, via scripts.Caller, pinned bool, call func(context.Context, scripts.Caller) *redis.Cmd) *redis.Cmd {
 	first := time.Now()
 	for tries := 1; ; tries++ {
-		cmd := s.Run(ctx, via, keys, args...)
+		cmd := call(ctx, via)
 		if !o.again(ctx, cmd.Err(), pinned, tries, first) {
 			return cmd
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/relock-go/relock/internal/lockerr"
+	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/shard"
 )
 
@@ -103,7 +104,7 @@ func (o *Owner) waitReplicas(ctx context.Context) error {
 // scripter is what the owner's commands go through: its pinned connection
 // while it has one, else its Redis client.
 func (o *Owner) scripter() interface {
-	redis.Scripter
+	scripts.Caller
 	SetNX(ctx context.Context, key string, value any, expiration time.Duration) *redis.BoolCmd
 } {
 	if o.conn != nil {

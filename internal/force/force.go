@@ -27,8 +27,6 @@ import (
 	"encoding/hex"
 	"fmt"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/scripts"
 )
@@ -104,7 +102,7 @@ func Any(ctx context.Context, o *core.Owner) (bool, error) {
 // spec returns the force-unlock script of o's kind, its KEYS (with the
 // request's record key rk) and its ARGV before the record TTL and the
 // holders expected (see each script's header).
-func spec(o *core.Owner, permits int, rk string) (*redis.Script, []string, []any, error) {
+func spec(o *core.Owner, permits int, rk string) (*scripts.Script, []string, []any, error) {
 	k := o.Keys
 	switch o.Kind {
 	case "mutex":

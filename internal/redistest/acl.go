@@ -34,7 +34,7 @@ const ACLUser = "relock"
 // The README's "ACL" section shows them in one ACL SETUSER line, which
 // TestACLLine (package relock) checks against ACLLine.
 const ACLRules = "resetkeys ~relock:* resetchannels &relock:* -@all " +
-	"+evalsha +eval +set +get +exists +pttl +hget +wait +subscribe +unsubscribe +ping " +
+	"+evalsha +eval +fcall +function|load +set +get +exists +pttl +hget +wait +subscribe +unsubscribe +ping " +
 	"+client|setname +select " +
 	"+del +incr +decr +pexpire +hset +hdel +hexists +hincrby +hmget " +
 	"+zadd +zrem +zcard +zscore +zrange +zrangebyscore +zremrangebyscore +publish +time +hgetall"

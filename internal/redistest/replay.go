@@ -3,7 +3,6 @@ package redistest
 import (
 	"context"
 	"net"
-	"strings"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
@@ -31,8 +30,7 @@ func (r *Replay) DialHook(next redis.DialHook) redis.DialHook {
 // ProcessHook implements redis.Hook.
 func (r *Replay) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		name := strings.ToLower(cmd.Name())
-		if !r.on.Load() || (name != "evalsha" && name != "eval") {
+		if !r.on.Load() || !IsScript(cmd.Name()) {
 			return next(ctx, cmd)
 		}
 		if err := next(ctx, cmd); err != nil {

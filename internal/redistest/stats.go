@@ -10,11 +10,26 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// ScriptCalls returns how many EVAL and EVALSHA commands a real server has
-// run (INFO commandstats), to check that a stall made go-redis resend.
+// ScriptCalls returns how many EVAL, EVALSHA and FCALL commands a real
+// server has run (INFO commandstats), to check that a stall made go-redis
+// resend.
 func ScriptCalls(t testing.TB, c redis.UniversalClient) int64 {
 	t.Helper()
-	return CommandCalls(t, c, "evalsha", "eval")
+	return CommandCalls(t, c, ScriptCommands...)
+}
+
+// ScriptCommands are the commands that run relock's scripts: as scripts,
+// and as functions (see internal/scripts.Runner).
+var ScriptCommands = []string{"evalsha", "eval", "fcall"}
+
+// IsScript reports whether the command named name (any case) runs a
+// script or a function.
+func IsScript(name string) bool {
+	switch strings.ToLower(name) {
+	case "evalsha", "eval", "fcall":
+		return true
+	}
+	return false
 }
 
 // CommandCalls returns how many of the named commands (lower case) a real

@@ -1,203 +1,79 @@
 // Package scripts holds relock's Lua scripts, one file per operation, each
-// opening with a header that states its KEYS, ARGV and reply.
+// opening with a header that states its KEYS, ARGV and reply, and the
+// helper files (functions) they share.
 //
 // Every script gets all of its keys through KEYS (they share one lock's hash
 // tag, so they live in one cluster slot) and every value through ARGV.
 // Scripts that change a lock are idempotent per request id: go-redis resends
 // a command whose reply timed out, and a second run must answer as the first.
+//
+// A Script runs in one of two forms (see Runner): as a function of relock's
+// function library (FCALL; the library is loaded once per server with
+// FUNCTION LOAD, so its helpers are defined once, not on every call), where
+// the server has functions (Redis 7); or as a script (EVALSHA, EVAL on
+// NOSCRIPT), whose source is its body after just the helper functions it
+// uses.
 package scripts
 
 import (
-	_ "embed" // for go:embed
+	"embed"
+	"regexp"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
 
-var (
-	//go:embed record.lua
-	record string
-	//go:embed clock.lua
-	clock string
-	//go:embed mutex_acquire.lua
-	mutexAcquire string
-	//go:embed mutex_release.lua
-	mutexRelease string
-	//go:embed mutex_abort.lua
-	mutexAbort string
-	//go:embed reentrant_acquire.lua
-	reentrantAcquire string
-	//go:embed reentrant_release.lua
-	reentrantRelease string
-	//go:embed reentrant_abort.lua
-	reentrantAbort string
-	//go:embed reentrant_leave.lua
-	reentrantLeave string
-	//go:embed mutex_leave.lua
-	mutexLeave string
-	//go:embed handoff.lua
-	handoffLua string
-	//go:embed renew.lua
-	renew string
-	//go:embed force.lua
-	force string
-	//go:embed force_unlock.lua
-	forceUnlock string
-	//go:embed resume.lua
-	resume string
-	//go:embed queue.lua
-	queue string
-	//go:embed fair_common.lua
-	fairCommon string
-	//go:embed fair_acquire.lua
-	fairAcquire string
-	//go:embed fair_release.lua
-	fairRelease string
-	//go:embed fair_abort.lua
-	fairAbort string
-	//go:embed fair_leave.lua
-	fairLeave string
-	//go:embed fair_force_unlock.lua
-	fairForceUnlock string
-)
+//go:embed *.lua
+var files embed.FS
 
-// Scripts, run with Run (EVALSHA, then EVAL when the server answers NOSCRIPT,
-// e.g. after SCRIPT FLUSH or a restart).
-var (
-	MutexAcquire     = newScript(barging(mutexAcquire))
-	MutexRelease     = newScript(barging(mutexRelease))
-	MutexAbort       = newScript(barging(mutexAbort))
-	MutexLeave       = newScript(barging(mutexLeave))
-	ReentrantAcquire = newScript(barging(reentrantAcquire))
-	ReentrantRelease = newScript(barging(reentrantRelease))
-	ReentrantAbort   = newScript(barging(reentrantAbort))
-	ReentrantLeave   = newScript(barging(reentrantLeave))
-	Renew            = newScript(clock + renew)
-	Resume           = newScript(clock + resume)
-	// ForceUnlock is the force-unlock of a mutex and a reentrant lock;
-	// every force-unlock script shares the functions of force.lua.
-	ForceUnlock = newScript(force + forceUnlock)
-	// Scripts that change a lock share the functions of record.lua; the
-	// fair-lock scripts also those of fair_common.lua.
-	FairAcquire = newScript(fair(fairAcquire))
-	FairRelease = newScript(fair(fairRelease))
-	FairAbort   = newScript(fair(fairAbort))
-	FairLeave   = newScript(fair(fairLeave))
-	// FairForceUnlock wakes the queue's head, not the lock's channel.
-	FairForceUnlock = newScript(fair(force + fairForceUnlock))
-)
+func file(name string) string {
+	b, err := files.ReadFile(name + ".lua")
+	if err != nil {
+		panic("relock: missing script " + name) // a build error, not input
+	}
+	return string(b)
+}
 
-// The read/write-lock scripts; those that change a hold also share the
-// request-record helpers of record.lua.
-var (
-	//go:embed rwlock_common.lua
-	rwlockCommon string
-	//go:embed rwlock_acquire.lua
-	rwlockAcquire string
-	//go:embed rwlock_release.lua
-	rwlockRelease string
-	//go:embed rwlock_abort.lua
-	rwlockAbort string
-	//go:embed rwlock_leave.lua
-	rwlockLeave string
-	//go:embed rwlock_count.lua
-	rwlockCount string
-	//go:embed rwlock_force_unlock.lua
-	rwlockForceUnlock string
+// Script is one of relock's Lua scripts.
+type Script struct {
+	name string // its file, e.g. "mutex_acquire"
+	body string
+	uses []string // the helper files it may call, in order
 
-	RWAcquire     = newScript(rw(rwlockAcquire))
-	RWRelease     = newScript(rw(rwlockRelease))
-	RWAbort       = newScript(rw(rwlockAbort))
-	RWLeave       = newScript(rw(rwlockLeave))
-	RWCount       = newScript(clock + rwlockCount)
-	RWForceUnlock = newScript(rw(force + rwlockForceUnlock))
-)
+	eval, twin *redis.Script // the script form; twin publishes with SPUBLISH
+}
 
-// fair prepends what every fair-lock script uses.
-func fair(src string) string { return record + clock + queue + fairCommon + src }
+// define returns the script of file name, which calls the helpers of the
+// files uses, and adds it to the library.
+func define(name string, uses ...string) *Script {
+	s := &Script{name: name, body: file(name), uses: uses}
+	src := prelude(uses, s.body) + s.body
+	s.eval, s.twin = redis.NewScript(src), redis.NewScript(src)
+	if strings.Contains(src, publishCall) {
+		s.twin = redis.NewScript(spublish + strings.ReplaceAll(src, publishCall, "spublish("))
+	}
+	all = append(all, s)
+	return s
+}
 
-// barging prepends what every mutex and reentrant-lock script uses.
-func barging(src string) string { return record + clock + queue + handoffLua + src }
+// all is every script, in the order defined, for the library.
+var all []*Script
 
-// rw prepends what every read/write-lock script uses.
-func rw(src string) string { return record + clock + queue + rwlockCommon + src }
+// Name is the script's file name (without .lua).
+func (s *Script) Name() string { return s.name }
 
-// The semaphore scripts; all share record.lua, clock.lua, queue.lua and
-// semaphore_common.lua.
-var (
-	//go:embed semaphore_common.lua
-	semaphoreCommon string
-	//go:embed semaphore_acquire.lua
-	semaphoreAcquire string
-	//go:embed semaphore_release.lua
-	semaphoreRelease string
-	//go:embed semaphore_abort.lua
-	semaphoreAbort string
-	//go:embed semaphore_leave.lua
-	semaphoreLeave string
-	//go:embed semaphore_available.lua
-	semaphoreAvailable string
-	//go:embed semaphore_force_release.lua
-	semaphoreForceRelease string
+// Eval returns the script form of s; on a Redis Cluster (sharded) its
+// twin, which publishes wake-ups with SPUBLISH (sharded pub/sub: only the
+// node of the lock's slot hears it, not every node of the cluster).
+func (s *Script) Eval(sharded bool) *redis.Script {
+	if sharded {
+		return s.twin
+	}
+	return s.eval
+}
 
-	SemAcquire      = newScript(sem(semaphoreAcquire))
-	SemRelease      = newScript(sem(semaphoreRelease))
-	SemAbort        = newScript(sem(semaphoreAbort))
-	SemLeave        = newScript(sem(semaphoreLeave))
-	SemAvailable    = newScript(sem(semaphoreAvailable))
-	SemForceRelease = newScript(sem(force + semaphoreForceRelease))
-)
-
-// sem prepends what every semaphore script uses.
-func sem(src string) string { return record + clock + queue + semaphoreCommon + src }
-
-// The election scripts; all share record.lua, clock.lua, queue.lua and
-// election_common.lua.
-var (
-	//go:embed election_common.lua
-	electionCommon string
-	//go:embed election_campaign.lua
-	electionCampaign string
-	//go:embed election_resign.lua
-	electionResign string
-	//go:embed election_abort.lua
-	electionAbort string
-	//go:embed election_leave.lua
-	electionLeave string
-	//go:embed election_proclaim.lua
-	electionProclaim string
-	//go:embed election_observe.lua
-	electionObserve string
-	//go:embed election_force_resign.lua
-	electionForceResign string
-
-	ElectionCampaign    = newScript(election(electionCampaign))
-	ElectionResign      = newScript(election(electionResign))
-	ElectionAbort       = newScript(election(electionAbort))
-	ElectionLeave       = newScript(election(electionLeave))
-	ElectionProclaim    = newScript(election(electionProclaim))
-	ElectionObserve     = newScript(election(electionObserve))
-	ElectionForceResign = newScript(election(force + electionForceResign))
-)
-
-// election prepends what every election script uses.
-func election(src string) string { return record + clock + queue + electionCommon + src }
-
-// The count-down latch scripts; both share record.lua.
-var (
-	//go:embed latch_set.lua
-	latchSet string
-	//go:embed latch_count_down.lua
-	latchCountDown string
-
-	LatchSet       = newScript(record + latchSet)
-	LatchCountDown = newScript(record + latchCountDown)
-)
-
-// sharded maps each script that publishes wake-ups to its twin for a
-// Redis Cluster, which publishes them with SPUBLISH (sharded pub/sub: only
-// the node of the lock's slot hears it, not every node of the cluster).
-var sharded = map[*redis.Script]*redis.Script{}
+// publishCall is how scripts publish; a Cluster's twin replaces it.
+const publishCall = "redis.call('PUBLISH', "
 
 // spublish is the twin's publish: SPUBLISH on the node that runs the
 // script (the channel shares the lock's hash tag, so its slot); PUBLISH
@@ -209,21 +85,157 @@ const spublish = `local function spublish(channel, msg)
 end
 `
 
-// newScript returns the script of src, and makes its sharded twin if it
-// publishes.
-func newScript(src string) *redis.Script {
-	s := redis.NewScript(src)
-	if strings.Contains(src, "redis.call('PUBLISH', ") {
-		sharded[s] = redis.NewScript(spublish + strings.ReplaceAll(src, "redis.call('PUBLISH', ", "spublish("))
-	}
-	return s
+// Helper files: the functions (and constants) scripts share.
+const (
+	record    = "record"
+	clock     = "clock"
+	queue     = "queue"
+	handoff   = "handoff"
+	fairHelp  = "fair_common"
+	rwHelp    = "rwlock_common"
+	semHelp   = "semaphore_common"
+	electHelp = "election_common"
+	force     = "force"
+)
+
+// helperOrder is every helper file, in the order their definitions must
+// come (a helper may call those defined before it).
+var helperOrder = []string{record, clock, queue, handoff, fairHelp, rwHelp, semHelp, electHelp, force}
+
+// block is one top-level definition of a helper file: a local function
+// (from its "local function" line to the "end" that closes it at column
+// 0) or a one-line local constant.
+type block struct {
+	name, src string
 }
 
-// Sharded returns the twin of s that publishes with SPUBLISH (s itself
-// if it publishes nothing), for a client of a Redis Cluster.
-func Sharded(s *redis.Script) *redis.Script {
-	if t := sharded[s]; t != nil {
-		return t
+// blocks are the definitions of every helper file, in helperOrder.
+var blocks = parseHelpers()
+
+var (
+	funcStart  = regexp.MustCompile(`^local function ([A-Za-z_][A-Za-z0-9_]*)\(`)
+	constStart = regexp.MustCompile(`^local ([A-Za-z_][A-Za-z0-9_]*) = `)
+)
+
+func parseHelpers() map[string][]block {
+	out := map[string][]block{}
+	for _, f := range helperOrder {
+		lines := strings.SplitAfter(file(f), "\n")
+		for i := 0; i < len(lines); i++ {
+			if m := funcStart.FindStringSubmatch(lines[i]); m != nil {
+				var b strings.Builder
+				for ; i < len(lines); i++ {
+					b.WriteString(lines[i])
+					if strings.TrimRight(lines[i], "\n") == "end" {
+						break
+					}
+				}
+				out[f] = append(out[f], block{name: m[1], src: b.String()})
+			} else if m := constStart.FindStringSubmatch(lines[i]); m != nil {
+				out[f] = append(out[f], block{name: m[1], src: lines[i]})
+			}
+		}
 	}
-	return s
+	return out
 }
+
+var ident = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
+
+// prelude returns the definitions of the helper files uses that body
+// needs, directly or through the helpers it calls, in their order: a
+// script defines only the helpers it may call (each definition costs
+// Redis a closure on every call of the script form).
+func prelude(uses []string, body string) string {
+	var defs []block
+	for _, f := range uses {
+		defs = append(defs, blocks[f]...)
+	}
+	need := map[string]bool{}
+	var mark func(src string)
+	byName := map[string]block{}
+	for _, d := range defs {
+		byName[d.name] = d
+	}
+	mark = func(src string) {
+		for _, id := range ident.FindAllString(src, -1) {
+			if d, ok := byName[id]; ok && !need[id] {
+				need[id] = true
+				mark(d.src)
+			}
+		}
+	}
+	mark(body)
+	var b strings.Builder
+	for _, d := range defs {
+		if need[d.name] {
+			b.WriteString(d.src)
+		}
+	}
+	return b.String()
+}
+
+// Scripts of the exclusive locks: the mutex and the reentrant lock hand
+// themselves over to a starving waiter (handoff.lua), the fair lock to the
+// head of its queue (fair_common.lua).
+var (
+	MutexAcquire     = define("mutex_acquire", record, clock, queue, handoff)
+	MutexRelease     = define("mutex_release", record, clock, queue, handoff)
+	MutexAbort       = define("mutex_abort", record, clock, queue, handoff)
+	MutexLeave       = define("mutex_leave", record, clock, queue, handoff)
+	ReentrantAcquire = define("reentrant_acquire", record, clock, queue, handoff)
+	ReentrantRelease = define("reentrant_release", record, clock, queue, handoff)
+	ReentrantAbort   = define("reentrant_abort", record, clock, queue, handoff)
+	ReentrantLeave   = define("reentrant_leave", record, clock, queue, handoff)
+	FairAcquire      = define("fair_acquire", record, clock, queue, fairHelp)
+	FairRelease      = define("fair_release", record, clock, queue, fairHelp)
+	FairAbort        = define("fair_abort", record, clock, queue, fairHelp)
+	FairLeave        = define("fair_leave", record, clock, queue, fairHelp)
+	// ForceUnlock is the force-unlock of a mutex and a reentrant lock;
+	// FairForceUnlock wakes the fair queue's head, not the lock's channel.
+	ForceUnlock     = define("force_unlock", force)
+	FairForceUnlock = define("fair_force_unlock", record, clock, queue, fairHelp, force)
+)
+
+// Scripts of every lock type: the watchdog's renewals (and Extend), and
+// Resume.
+var (
+	Renew  = define("renew", clock)
+	Resume = define("resume", clock)
+)
+
+// The read/write-lock scripts.
+var (
+	RWAcquire     = define("rwlock_acquire", record, clock, queue, rwHelp)
+	RWRelease     = define("rwlock_release", record, clock, queue, rwHelp)
+	RWAbort       = define("rwlock_abort", record, clock, queue, rwHelp)
+	RWLeave       = define("rwlock_leave", record, clock, queue, rwHelp)
+	RWCount       = define("rwlock_count", clock)
+	RWForceUnlock = define("rwlock_force_unlock", record, clock, queue, rwHelp, force)
+)
+
+// The semaphore scripts.
+var (
+	SemAcquire      = define("semaphore_acquire", record, clock, queue, semHelp)
+	SemRelease      = define("semaphore_release", record, clock, queue, semHelp)
+	SemAbort        = define("semaphore_abort", record, clock, queue, semHelp)
+	SemLeave        = define("semaphore_leave", record, clock, queue, semHelp)
+	SemAvailable    = define("semaphore_available", record, clock, queue, semHelp)
+	SemForceRelease = define("semaphore_force_release", record, clock, queue, semHelp, force)
+)
+
+// The election scripts.
+var (
+	ElectionCampaign    = define("election_campaign", record, clock, queue, electHelp)
+	ElectionResign      = define("election_resign", record, clock, queue, electHelp)
+	ElectionAbort       = define("election_abort", record, clock, queue, electHelp)
+	ElectionLeave       = define("election_leave", record, clock, queue, electHelp)
+	ElectionProclaim    = define("election_proclaim", record, clock, queue, electHelp)
+	ElectionObserve     = define("election_observe", record, clock, queue, electHelp)
+	ElectionForceResign = define("election_force_resign", record, clock, queue, electHelp, force)
+)
+
+// The count-down latch scripts.
+var (
+	LatchSet       = define("latch_set", record)
+	LatchCountDown = define("latch_count_down", record)
+)

@@ -89,7 +89,7 @@ func TestRingRoundPerShard(t *testing.T) {
 		t.Cleanup(func() { _ = ring.Close() })
 		counter := &redistest.Counter{}
 		ring.AddHook(counter)
-		w := watchdog.New(ring, lease, nil)
+		w := watchdog.New(ring, lease, nil, nil)
 		t.Cleanup(w.Close)
 		holds := watchRing(t, ring, w, n, lease)
 
@@ -121,7 +121,7 @@ func TestRingShardDown(t *testing.T) {
 		t.Cleanup(func() { _ = ring.Close() })
 		require.Eventually(t, func() bool { return ring.Len() == 2 }, 5*time.Second, 10*time.Millisecond,
 			"the Ring never marked shard b down")
-		w := watchdog.New(ring, lease, nil)
+		w := watchdog.New(ring, lease, nil, nil)
 		t.Cleanup(w.Close)
 		holds := watchRing(t, ring, w, n, lease)
 		time.Sleep(3 * lease)

@@ -110,6 +110,7 @@ func (h *Hold) Lost() <-chan struct{} { return h.lost }
 // use.
 type Watchdog struct {
 	rdb     redis.UniversalClient
+	scripts *scripts.Runner         // how renewals are sent (functions or scripts)
 	shardOf func(key string) string // what routes a key to a server
 	lease   time.Duration
 	period  time.Duration
@@ -142,16 +143,21 @@ type Watchdog struct {
 // declared lost and nothing the round learns can revive one.
 const closeGrace = 100 * time.Millisecond
 
-// New starts a watchdog that renews holds to lease every lease/3. If
+// New starts a watchdog that renews holds to lease every lease/3, through
+// sr (nil: a Runner of its own, as a Client on rdb would have). If
 // onRoundFailed is not nil, the watchdog's goroutine calls it after every
 // round that could not confirm the renewal of some holds (a transient
 // error: it retries soon), with how many and the first error.
-func New(rdb redis.UniversalClient, lease time.Duration, onRoundFailed func(holds int, err error)) *Watchdog {
+func New(rdb redis.UniversalClient, lease time.Duration, sr *scripts.Runner, onRoundFailed func(holds int, err error)) *Watchdog {
+	if sr == nil {
+		sr = scripts.NewRunner(rdb, false, nil)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &Watchdog{
 		ctx:           ctx,
 		cancel:        cancel,
 		rdb:           rdb,
+		scripts:       sr,
 		shardOf:       shardKey(rdb),
 		lease:         lease,
 		period:        lease / 3,
@@ -590,24 +596,69 @@ func (w *Watchdog) round(claimsOnly bool) bool {
 	defer cancel()
 	batches := group(plain, w.shardOf)
 	cmds := make([]*redis.Cmd, len(batches))
-	_, perr := w.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, b := range batches {
-			cmds[i] = renewCmd(ctx, p, b, false)
-		}
-		return nil
-	})
-	if perr != nil && isNoScript(perr) {
-		// A server without the script (restart, SCRIPT FLUSH, or a Ring or
-		// Cluster shard that never saw it): send the source once, which
-		// also caches it there for the next rounds.
-		_, _ = w.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	w.send(ctx, w.rdb, batches, cmds)
+	return w.apply(now, batches, cmds, nil)
+}
+
+// pipeliner is what renewals are sent through: the Client's Redis client,
+// or a connection to one node.
+type pipeliner interface {
+	scripts.Caller
+	Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
+}
+
+// How renewCmd sends a renewal.
+const (
+	asFunction = iota // FCALL of relock's function library
+	asScript          // EVALSHA
+	asSource          // EVAL
+)
+
+// send sends the renewals of batches through via in one pipeline, into
+// cmds: as functions while the Client's Runner has them, loading the
+// library where a server lacks it (a new server, a restart) and sending
+// them again, and otherwise as scripts, whose source goes once to a
+// server without them (a restart, SCRIPT FLUSH, a Ring or Cluster shard
+// that never saw it), as Runner.Run does for a single call.
+func (w *Watchdog) send(ctx context.Context, via pipeliner, batches [][]*Hold, cmds []*redis.Cmd) {
+	exec := func(how int) error {
+		_, err := via.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, b := range batches {
-				cmds[i] = renewCmd(ctx, p, b, true)
+				cmds[i] = renewCmd(ctx, p, b, how)
 			}
 			return nil
 		})
+		return err
 	}
-	return w.apply(now, batches, cmds, nil)
+	how := asScript
+	if w.scripts.Functions() {
+		how = asFunction
+	}
+	err := exec(how)
+	if how == asFunction {
+		again := false
+		for i, c := range cmds {
+			switch e := c.Err(); {
+			case scripts.NotFound(e):
+				if lerr := w.scripts.Load(ctx, via, []string{batches[i][0].Key}); scripts.Unusable(lerr) {
+					w.scripts.Off(lerr)
+				}
+				again = true
+			case scripts.Unusable(e):
+				w.scripts.Off(e)
+			}
+		}
+		switch {
+		case !w.scripts.Functions():
+			how = asScript
+			err = exec(how)
+		case again:
+			err = exec(how)
+		}
+	}
+	if how == asScript && err != nil && isNoScript(err) {
+		_ = exec(asSource)
+	}
 }
 
 // apply takes the outcome of the renewals of batches, sent at now: each
@@ -719,16 +770,7 @@ func (w *Watchdog) renewSynced(now time.Time, batches [][]*Hold, latest time.Tim
 			defer wg.Done()
 			conn := node.Conn()
 			defer conn.Close()
-			exec := func(eval bool) error {
-				_, err := conn.Pipelined(ctx, func(p redis.Pipeliner) error {
-					cmds[i] = renewCmd(ctx, p, b, eval)
-					return nil
-				})
-				return err
-			}
-			if err := exec(false); err != nil && isNoScript(err) {
-				_ = exec(true)
-			}
+			w.send(ctx, conn, [][]*Hold{b}, cmds[i:i+1])
 			if cmds[i].Err() == nil {
 				acks[i], _ = conn.Wait(ctx, n, t).Result()
 			}
@@ -754,8 +796,9 @@ func (w *Watchdog) node(ctx context.Context, key string) *redis.Client {
 	return n
 }
 
-// renewCmd renews (or claims) every hold of b to the lease round noted.
-func renewCmd(ctx context.Context, p redis.Pipeliner, b []*Hold, eval bool) *redis.Cmd {
+// renewCmd renews (or claims) every hold of b to the lease round noted,
+// sent as how says.
+func renewCmd(ctx context.Context, p redis.Pipeliner, b []*Hold, how int) *redis.Cmd {
 	keys := make([]string, 0, len(b))
 	args := make([]any, 0, 3*len(b))
 	for _, h := range b {
@@ -765,10 +808,13 @@ func renewCmd(ctx context.Context, p redis.Pipeliner, b []*Hold, eval bool) *red
 		}
 		args = append(args, h.kindArg, h.Token, h.leaseMS)
 	}
-	if eval {
-		return scripts.Renew.Eval(ctx, p, keys, args...)
+	switch how {
+	case asFunction:
+		return p.FCall(ctx, scripts.Renew.Function(false), keys, args...)
+	case asSource:
+		return scripts.Renew.Eval(false).Eval(ctx, p, keys, args...)
 	}
-	return scripts.Renew.EvalSha(ctx, p, keys, args...)
+	return scripts.Renew.Eval(false).EvalSha(ctx, p, keys, args...)
 }
 
 // group splits holds into script calls of at most BatchSize holds whose

@@ -188,7 +188,7 @@ func TestLostBeforeExpiry(t *testing.T) {
 // re-entry in flight when it was lost must not revive its renewals).
 func TestLostHoldStaysLost(t *testing.T) {
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
-		w := watchdog.New(s.Client(t), time.Second, nil)
+		w := watchdog.New(s.Client(t), time.Second, nil, nil)
 		t.Cleanup(w.Close)
 		h := watchdog.NewHold("relock:mutex:{"+redistest.Name(t)+"}", watchdog.KindString, "token")
 		_ = w.Add(h, time.Now(), time.Second, true)
@@ -244,7 +244,7 @@ func TestCloseDuringRound(t *testing.T) {
 		rdb.AddHook(counter)
 		key := "relock:mutex:{" + redistest.Name(t) + "}"
 		require.NoError(t, admin.Set(ctx, key, "token", lease).Err())
-		w := watchdog.New(rdb, lease, nil)
+		w := watchdog.New(rdb, lease, nil, nil)
 		t.Cleanup(w.Close)
 		h := watchdog.NewHold(key, watchdog.KindString, "token")
 		_ = w.Add(h, time.Now(), lease, true)
@@ -311,7 +311,7 @@ func TestFailedClaimRoundKeepsRenewing(t *testing.T) {
 		ctx := context.Background()
 		rdb := s.Client(t)
 		const lease = 600 * time.Millisecond
-		w := watchdog.New(rdb, lease, nil)
+		w := watchdog.New(rdb, lease, nil, nil)
 		t.Cleanup(w.Close)
 		name := redistest.Name(t)
 		healthy, broken := "relock:mutex:{"+name+".a}", "relock:mutex:{"+name+".b}"

@@ -1,0 +1,81 @@
+package scripts
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"strings"
+	"sync"
+)
+
+// The function library holds every Script twice: as function
+// "relock_<version>_<name>", which publishes wake-ups with PUBLISH, and
+// as "relock_<version>_<name>_s", its twin for a Redis Cluster, which
+// publishes with SPUBLISH. Every helper is defined once, when the library
+// is loaded. <version> is a hash of the library's source, so that two
+// versions of relock can share a server without replacing each other's
+// functions.
+var library struct {
+	once     sync.Once
+	name     string
+	src      string
+	version  string
+	fnPrefix string
+}
+
+func buildLibrary() {
+	var b strings.Builder
+	b.WriteString(spublish)
+	// Each function sets, before its body runs, the KEYS and ARGV that
+	// its body and helpers read (a script's globals), and how they
+	// publish.
+	b.WriteString(`local KEYS, ARGV = {}, {}
+local cluster = false
+local function publish(channel, msg)
+  if cluster then spublish(channel, msg) else redis.call('PUBLISH', channel, msg) end
+end
+`)
+	for _, f := range helperOrder {
+		for _, d := range blocks[f] {
+			b.WriteString(strings.ReplaceAll(d.src, publishCall, "publish("))
+		}
+	}
+	helpers := b.String()
+
+	var fns strings.Builder
+	for _, s := range all {
+		body := strings.ReplaceAll(s.body, publishCall, "publish(")
+		for _, twin := range []bool{false, true} {
+			name := s.name
+			flag := "false"
+			if twin {
+				name, flag = name+"_s", "true"
+			}
+			fns.WriteString("redis.register_function('<prefix>" + name + "', function(keys, args)\nKEYS, ARGV, cluster = keys, args, " + flag + "\n")
+			fns.WriteString(body)
+			fns.WriteString("\nend)\n")
+		}
+	}
+	sum := sha1.Sum([]byte(helpers + fns.String()))
+	library.version = hex.EncodeToString(sum[:])[:12]
+	library.name = "relock_" + library.version
+	library.fnPrefix = library.name + "_"
+	library.src = "#!lua name=" + library.name + "\n" + helpers +
+		strings.ReplaceAll(fns.String(), "<prefix>", library.fnPrefix)
+}
+
+// Library returns the name of relock's function library and its source,
+// for FUNCTION LOAD.
+func Library() (name, src string) {
+	library.once.Do(buildLibrary)
+	return library.name, library.src
+}
+
+// Function returns the name of s in the function library; on a Redis
+// Cluster (sharded), of its twin that publishes with SPUBLISH.
+func (s *Script) Function(sharded bool) string {
+	library.once.Do(buildLibrary)
+	if sharded {
+		return library.fnPrefix + s.name + "_s"
+	}
+	return library.fnPrefix + s.name
+}

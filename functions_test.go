@@ -1,0 +1,74 @@
+package relock_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock"
+	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/mutex"
+	"github.com/relock-go/relock/rwlock"
+)
+
+// TestFunctions: on a real server relock's scripts run as functions
+// (FCALL), and a server that lost them (FUNCTION FLUSH, as a restart
+// without persistence does) gets the library again on the next call, the
+// watchdog's renewals included: holds survive, calls succeed.
+func TestFunctions(t *testing.T) {
+	redistest.RunReal(t, func(t *testing.T, s *redistest.Server) {
+		ctx := testCtx(t)
+		admin := s.Admin(t)
+		c, _ := redistest.NewClient(t, s, relock.WithWatchdogTimeout(600*time.Millisecond))
+		name := redistest.Name(t)
+		m, rw := mutex.New(c, name), rwlock.New(c, name)
+		before := redistest.CommandCalls(t, admin, "fcall")
+		require.NoError(t, m.Lock(ctx))
+		require.NoError(t, m.Unlock(ctx))
+		assert.Greater(t, redistest.CommandCalls(t, admin, "fcall"), before, "the release ran as a function")
+
+		require.NoError(t, rw.Lock(ctx))
+		require.NoError(t, admin.FunctionFlush(ctx).Err())
+		time.Sleep(time.Second) // renewals (every 200 ms) find the library gone, and load it
+		require.NoError(t, rw.LostErr(), "a hold was lost when its server lost the functions")
+		require.NoError(t, admin.FunctionFlush(ctx).Err())
+		require.NoError(t, rw.Unlock(ctx), "a release after FUNCTION FLUSH")
+		require.NoError(t, m.Lock(ctx))
+		require.NoError(t, admin.FunctionFlush(ctx).Err())
+		require.NoError(t, m.Unlock(ctx))
+	})
+}
+
+// TestFunctionsRefused: an ACL user without +fcall and +function|load (the
+// README's rules before relock used functions) still gets every call done,
+// as scripts: the one refusal of FCALL turns functions off for the Client.
+func TestFunctionsRefused(t *testing.T) {
+	redistest.RunReal(t, func(t *testing.T, s *redistest.Server) {
+		ctx := testCtx(t)
+		rules := strings.Replace(redistest.ACLRules, " +fcall +function|load ", " ", 1)
+		require.NotEqual(t, redistest.ACLRules, rules)
+		u := redistest.NewUser(t, s, rules)
+		c := relock.New(u.Client(t), relock.WithWatchdogTimeout(600*time.Millisecond))
+		t.Cleanup(func() { _ = c.Close() })
+		name := redistest.Name(t)
+		m := mutex.New(c, name)
+		for i := 0; i < 3; i++ {
+			require.NoError(t, m.Lock(ctx))
+			time.Sleep(300 * time.Millisecond) // a renewal
+			require.NoError(t, m.Unlock(ctx))
+		}
+		log, err := s.Admin(t).ACLLog(ctx, 0).Result()
+		require.NoError(t, err)
+		refused := 0
+		for _, e := range log {
+			if e.Username == u.Username {
+				assert.Contains(t, []string{"fcall", "function|load"}, e.Object, "refused %s", e.Object)
+				refused += int(e.Count)
+			}
+		}
+		assert.LessOrEqual(t, refused, 1, "FCALL was tried again after its refusal")
+	})
+}

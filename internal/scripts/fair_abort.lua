@@ -14,19 +14,29 @@
 -- is refused. A blocking caller that gives up also leaves the queue
 -- (fair_leave.lua), which passes on a grant it did not take.
 local lk, tok = KEYS[1], ARGV[1]
-local applied = replayed(KEYS[3], ARGV[2])
-remember(KEYS[3], ARGV[2], 'x', ARGV[3])
-if not applied then
-  return 0
-end
 local before = tonumber(ARGV[5])
-if redis.call('HEXISTS', lk, tok) == 0 then
-  return 1
-end
-if before > 0 then
-  redis.call('HSET', lk, tok, before)
+if before == 0 then
+  -- The owner held nothing before: any hold of its own comes from the
+  -- abandoned acquire (which writes no record for a new hold), or is a
+  -- grant it will not take.
+  remember(KEYS[3], ARGV[2], 'x', ARGV[3])
+  if redis.call('HEXISTS', lk, tok) == 0 then
+    return 0
+  end
+else
+  -- A re-entry: its record says whether it was applied.
+  local applied = replayed(KEYS[3], ARGV[2])
+  remember(KEYS[3], ARGV[2], 'x', ARGV[3])
+  if not applied then
+    return 0
+  end
+  if redis.call('HEXISTS', lk, tok) == 1 then
+    redis.call('HSET', lk, tok, before)
+  end
   return 1
 end
 redis.call('DEL', lk)
-grant_head(lk, KEYS[2], KEYS[4], KEYS[5], ARGV[4], server_ms())
+if redis.call('EXISTS', KEYS[4]) == 1 then
+  grant_head(lk, KEYS[2], KEYS[4], KEYS[5], ARGV[4], server_ms())
+end
 return 1

@@ -35,6 +35,11 @@
 -- A free lock goes to the head of the queue: a release grants it there
 -- (fair_release.lua); finding it free with a live head (its holder's lease
 -- ran out), this call grants it to the head instead of taking it.
+--
+-- An uncontended new hold (nobody queued) costs four calls and reads no
+-- clock: the record, the lock, the queue, then HSET and PEXPIRE. A new
+-- hold writes no record: a resend finds this owner's field and takes it,
+-- and the abort of a new hold undoes any hold of the owner's.
 local done = replayed(KEYS[3], ARGV[3])
 if done == 'x' then return {0, -3} end
 if done then return {1, tonumber(done)} end
@@ -43,58 +48,68 @@ local lk, fk, qk, tk, tok = KEYS[1], KEYS[2], KEYS[4], KEYS[5], ARGV[1]
 local hb, prefix = tonumber(ARGV[8]), ARGV[11]
 local meta = ARGV[13]
 local mine = q_entry(tok, ARGV[9], ARGV[10], ARGV[5], meta)
-local now = server_ms()
-local held = redis.call('HGET', lk, tok)
-if ARGV[4] ~= '0' and not held then
-  return {0, -4}
+local taken = redis.call('EXISTS', lk) == 1
+local held = taken and redis.call('HEXISTS', lk, tok) == 1
+if ARGV[4] ~= '0' then
+  if not held then return {0, -4} end
+  redis.call('HINCRBY', lk, tok, 1)
+  redis.call('PEXPIRE', lk, ARGV[2])
+  remember(KEYS[3], ARGV[3], 0, ARGV[6])
+  return {1, 0}
 end
 
+local queued = redis.call('EXISTS', qk) == 1
 if held then
+  -- This owner holds the lock but counts no hold: a grant made to it
+  -- whose push it missed, a resend whose first run succeeded, or a hold
+  -- it lost track of (declared lost here, or an acquire it could not
+  -- undo). It is the owner's new hold now, with the full lease and, with
+  -- fencing, a new token.
+  redis.call('HSET', lk, tok, 1)
+  set_meta(lk, tok, meta)
   local fence = 0
-  if ARGV[4] == '0' then
-    -- This owner holds the lock but counts no hold: a grant made to it
-    -- whose push it missed, or a hold it lost track of (declared lost
-    -- here, or an acquire it could not undo). It is the owner's new hold
-    -- now, with the full lease and, with fencing, a new token.
-    redis.call('HSET', lk, tok, 1)
-    set_meta(lk, tok, meta)
-    if ARGV[5] == '1' then
-      fence = redis.call('INCR', fk)
-      redis.call('HSET', lk, 'fence', fence)
-    end
-    q_remove(qk, tk, mine)
-  else
-    redis.call('HINCRBY', lk, tok, 1)
+  if ARGV[5] == '1' then
+    -- A fencing token is drawn once per request: a resend answers it
+    -- from the record.
+    fence = redis.call('INCR', fk)
+    redis.call('HSET', lk, 'fence', fence)
+    remember(KEYS[3], ARGV[3], fence, ARGV[6])
   end
+  if queued then q_remove(qk, tk, mine) end
   redis.call('PEXPIRE', lk, ARGV[2])
-  remember(KEYS[3], ARGV[3], fence, ARGV[6])
   return {1, fence}
 end
 
-if redis.call('EXISTS', lk) == 0 then
-  local head = q_head(qk, tk, now)
-  local htok = head and q_parse(head)
-  if head and htok ~= tok then
+local now
+if not taken then
+  local head = false
+  if queued then
+    now = server_ms()
+    head = q_head(qk, tk, now)
+  end
+  if head and q_parse(head) ~= tok then
     -- Free, but an earlier waiter goes first: it holds it now.
     grant_head(lk, fk, qk, tk, prefix, now)
   else
     if head then q_remove(qk, tk, head) end
-    q_remove(qk, tk, mine)
+    if queued then q_remove(qk, tk, mine) end
     redis.call('HSET', lk, tok, 1)
     set_meta(lk, tok, meta)
     local fence = 0
     if ARGV[5] == '1' then
+      -- A fencing token is drawn once per request: a resend answers it
+      -- from the record.
       fence = redis.call('INCR', fk)
       redis.call('HSET', lk, 'fence', fence)
+      remember(KEYS[3], ARGV[3], fence, ARGV[6])
     end
     redis.call('PEXPIRE', lk, ARGV[2])
-    remember(KEYS[3], ARGV[3], fence, ARGV[6])
     return {1, fence}
   end
 end
 
 if ARGV[7] == '1' then
-  q_join(qk, tk, mine, now, hb)
+  q_join(qk, tk, mine, now or server_ms(), hb)
 end
 local pttl = redis.call('PTTL', lk)
 -- -2: the key expired since it was read (miniredis's clock runs on during a

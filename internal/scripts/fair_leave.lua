@@ -19,7 +19,7 @@ q_remove(KEYS[4], KEYS[5], q_entry(tok, ARGV[2], ARGV[5], ARGV[6], ARGV[8]))
 if ARGV[3] == '0' and redis.call('HEXISTS', lk, tok) == 1 then
   redis.call('DEL', lk) -- granted to this waiter, never taken
 end
-if redis.call('EXISTS', lk) == 0 then
+if redis.call('EXISTS', lk) == 0 and redis.call('EXISTS', KEYS[4]) == 1 then
   grant_head(lk, KEYS[2], KEYS[4], KEYS[5], ARGV[4], server_ms())
 end
 return 1

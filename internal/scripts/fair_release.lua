@@ -14,22 +14,23 @@
 --
 -- Reply: 1 released (now, or by an earlier run of the same request),
 --        0 this owner holds nothing here (nothing is changed).
-if replayed(KEYS[3], ARGV[2]) then
-  return 1
-end
-
 local tok = ARGV[1]
 if redis.call('HEXISTS', KEYS[1], tok) == 0 then
+  -- Not (or no longer) this owner's: a resend of a final release that
+  -- ran answers from its record.
+  if replayed(KEYS[3], ARGV[2]) then return 1 end
   return 0
 end
-remember(KEYS[3], ARGV[2], 1, ARGV[4])
 if ARGV[6] ~= '0' then
   -- A partial release sets the owner's count to the one it keeps (not a
-  -- decrement): run twice, after its record expired, it changes nothing.
+  -- decrement): run twice, it changes nothing, so it needs no record.
   redis.call('HSET', KEYS[1], tok, ARGV[6])
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
   return 1
 end
+remember(KEYS[3], ARGV[2], 1, ARGV[4])
 redis.call('DEL', KEYS[1])
-grant_head(KEYS[1], KEYS[2], KEYS[4], KEYS[5], ARGV[5], server_ms())
+if redis.call('EXISTS', KEYS[4]) == 1 then
+  grant_head(KEYS[1], KEYS[2], KEYS[4], KEYS[5], ARGV[5], server_ms())
+end
 return 1

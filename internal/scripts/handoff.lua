@@ -10,11 +10,13 @@
 -- nothing to do, not even a publish.
 
 -- starving returns the live head of the queue and the server time in ms if
--- that head has waited longer than starve ms, else false (and the time).
+-- that head has waited longer than starve ms, else false (and the time,
+-- or nil when nobody is queued: the server's clock is read only then, as
+-- TIME costs a script more than most commands).
 local function starving(qk, tk, starve)
+  if redis.call('EXISTS', qk) == 0 then return false, nil end
   local us = server_us()
   local now = math.floor(us / 1000)
-  if redis.call('EXISTS', qk) == 0 then return false, now end
   local head, arrival = q_head(qk, tk, now)
   if head and arrival <= us - starve * 1000 then return head, now end
   return false, now
@@ -42,8 +44,8 @@ end
 -- handoff decides who gets the free lock lk: the starving head, or
 -- whichever waiter wins once woken; nothing when nobody waits.
 local function handoff(lk, fk, qk, tk, channel, starve, string)
-  if redis.call('EXISTS', qk) == 0 then return end
-  local head = starving(qk, tk, starve)
+  local head, now = starving(qk, tk, starve)
+  if not now then return end -- nobody queued
   if head then
     grant_to(head, lk, fk, qk, tk, channel, string)
   elseif redis.call('EXISTS', qk) == 1 then

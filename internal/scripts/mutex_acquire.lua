@@ -62,7 +62,7 @@ if not v then
     grant_to(head, lk, fk, qk, tk, ARGV[11], true)
   else
     if head then q_remove(qk, tk, head) end
-    if ARGV[9] ~= '' then q_remove(qk, tk, mine) end
+    if now and ARGV[9] ~= '' then q_remove(qk, tk, mine) end -- now: a queue exists
     if ARGV[5] == '1' then
       local fence = redis.call('INCR', fk)
       redis.call('SET', lk, m_value(tok, fence, meta), 'PX', ARGV[2])
@@ -75,7 +75,7 @@ if not v then
 end
 
 if ARGV[7] == '1' then
-  q_join(qk, tk, mine, now, tonumber(ARGV[8]))
+  q_join(qk, tk, mine, now or server_ms(), tonumber(ARGV[8]))
 end
 local pttl = redis.call('PTTL', lk)
 -- -2: the key expired since it was read (miniredis's clock runs on during a

@@ -13,20 +13,27 @@
 -- Reply: 1 if the abandoned acquire had been applied (now undone), else 0.
 -- The record marks the request aborted either way, so a late copy of it
 -- (a retry on another connection) is refused instead of applied.
+local tok = ARGV[1]
+local before = tonumber(ARGV[5])
+if before == 0 then
+  -- The owner held nothing before: any hold of its own comes from the
+  -- abandoned acquire (which writes no record for a new hold), or is a
+  -- grant it will not take.
+  remember(KEYS[3], ARGV[2], 'x', ARGV[3])
+  if redis.call('HEXISTS', KEYS[1], tok) == 0 then
+    return 0
+  end
+  redis.call('DEL', KEYS[1])
+  handoff(KEYS[1], KEYS[2], KEYS[4], KEYS[5], ARGV[4], ARGV[6], false)
+  return 1
+end
+-- A re-entry: its record says whether it was applied.
 local applied = replayed(KEYS[3], ARGV[2])
 remember(KEYS[3], ARGV[2], 'x', ARGV[3])
 if not applied then
   return 0
 end
-local tok = ARGV[1]
-local before = tonumber(ARGV[5])
-if redis.call('HEXISTS', KEYS[1], tok) == 0 then
-  return 1
-end
-if before > 0 then
+if redis.call('HEXISTS', KEYS[1], tok) == 1 then
   redis.call('HSET', KEYS[1], tok, before)
-  return 1
 end
-redis.call('DEL', KEYS[1])
-handoff(KEYS[1], KEYS[2], KEYS[4], KEYS[5], ARGV[4], ARGV[6], false)
 return 1

@@ -19,8 +19,13 @@
 --        {0, -4}    re-entry refused: this owner's earlier hold is gone
 --                   (lease lost), so the outer critical section is unsafe.
 --
--- Idempotent: a retried request finds its record and answers as the first
--- run did, so a lost reply never counts a hold twice.
+-- Idempotent: a retried re-entry finds its record and answers as the
+-- first run did, so a lost reply never counts a hold twice; a retried new
+-- hold finds this owner's field and takes it as its hold (it writes no
+-- record: the abort of a new hold undoes any hold of the owner's). An
+-- uncontended new hold costs four calls (the record, the lock, the queue,
+-- then HSET and PEXPIRE): the server's clock is read only when someone
+-- is queued.
 local done = replayed(KEYS[3], ARGV[3])
 if done == 'x' then return {0, -3} end
 if done then return {1, tonumber(done)} end
@@ -28,54 +33,60 @@ if done then return {1, tonumber(done)} end
 local lk, fk, qk, tk, tok = KEYS[1], KEYS[2], KEYS[4], KEYS[5], ARGV[1]
 local meta = ARGV[13]
 local mine = q_entry(tok, ARGV[9], ARGV[10], ARGV[5], meta)
-local held = redis.call('HGET', lk, tok)
-if ARGV[4] ~= '0' and not held then
-  return {0, -4}
+local taken = redis.call('EXISTS', lk) == 1
+local held = taken and redis.call('HEXISTS', lk, tok) == 1
+if ARGV[4] ~= '0' then
+  if not held then return {0, -4} end
+  redis.call('HINCRBY', lk, tok, 1)
+  redis.call('PEXPIRE', lk, ARGV[2])
+  remember(KEYS[3], ARGV[3], 0, ARGV[6])
+  return {1, 0}
 end
 if held then
+  -- This owner holds the lock but counts no hold: a resend whose first
+  -- run succeeded, a grant to it whose push it missed, or a hold it lost
+  -- track of (declared lost here, or an acquire it could not undo). It is
+  -- the owner's new hold now, with the full lease and, with fencing, a
+  -- new token.
+  redis.call('HSET', lk, tok, 1)
+  set_meta(lk, tok, meta)
   local fence = 0
-  if ARGV[4] == '0' then
-    -- This owner holds the lock but counts no hold: a grant to it whose
-    -- push it missed, or a hold it lost track of (declared lost here, or
-    -- an acquire it could not undo). It is the owner's new hold now, with
-    -- the full lease and, with fencing, a new token.
-    redis.call('HSET', lk, tok, 1)
-    set_meta(lk, tok, meta)
-    if ARGV[5] == '1' then
-      fence = redis.call('INCR', fk)
-      redis.call('HSET', lk, 'fence', fence)
-    end
-    if ARGV[9] ~= '' then q_remove(qk, tk, mine) end
-  else
-    redis.call('HINCRBY', lk, tok, 1)
+  if ARGV[5] == '1' then
+    -- A fencing token is drawn once per request: a resend answers it
+    -- from the record.
+    fence = redis.call('INCR', fk)
+    redis.call('HSET', lk, 'fence', fence)
+    remember(KEYS[3], ARGV[3], fence, ARGV[6])
   end
+  if ARGV[9] ~= '' then q_remove(qk, tk, mine) end
   redis.call('PEXPIRE', lk, ARGV[2])
-  remember(KEYS[3], ARGV[3], fence, ARGV[6])
   return {1, fence}
 end
 
-local head, now = starving(qk, tk, ARGV[12])
-if redis.call('EXISTS', lk) == 0 then
+local head, now = starving(qk, tk, ARGV[12]) -- now: nil when nobody is queued
+if not taken then
   if head and q_parse(head) ~= tok then
     grant_to(head, lk, fk, qk, tk, ARGV[11], false)
   else
     if head then q_remove(qk, tk, head) end
-    if ARGV[9] ~= '' then q_remove(qk, tk, mine) end
+    if now and ARGV[9] ~= '' then q_remove(qk, tk, mine) end
     redis.call('HSET', lk, tok, 1)
     set_meta(lk, tok, meta)
     local fence = 0
     if ARGV[5] == '1' then
+      -- A fencing token is drawn once per request: a resend answers it
+      -- from the record.
       fence = redis.call('INCR', fk)
       redis.call('HSET', lk, 'fence', fence)
+      remember(KEYS[3], ARGV[3], fence, ARGV[6])
     end
     redis.call('PEXPIRE', lk, ARGV[2])
-    remember(KEYS[3], ARGV[3], fence, ARGV[6])
     return {1, fence}
   end
 end
 
 if ARGV[7] == '1' then
-  q_join(qk, tk, mine, now, tonumber(ARGV[8]))
+  q_join(qk, tk, mine, now or server_ms(), tonumber(ARGV[8]))
 end
 local pttl = redis.call('PTTL', lk)
 -- -2: the key expired since it was read (miniredis's clock runs on during a

@@ -15,15 +15,18 @@
 -- The record marks the request aborted either way, so a late copy of it
 -- (a retry on another connection) is refused instead of applied. A writer
 -- that gives up waiting also leaves the queue (rwlock_leave.lua).
-local applied = replayed(KEYS[3], ARGV[2])
+local key, ok, tok, kind = KEYS[1], KEYS[4], ARGV[1], ARGV[5]
+local beforeR, beforeW = tonumber(ARGV[6]), tonumber(ARGV[7])
+-- A new hold writes no record: with nothing held before, any hold of the
+-- owner's comes from the abandoned acquire (or is a grant it will not
+-- take), and goes.
+local applied = (beforeR == 0 and beforeW == 0 and redis.call('ZSCORE', ok, tok)) or replayed(KEYS[3], ARGV[2])
 remember(KEYS[3], ARGV[2], 'x', ARGV[3])
 if not applied then
   return 0
 end
-local key, ok, tok, kind = KEYS[1], KEYS[4], ARGV[1], ARGV[5]
 local now = server_ms()
 rw_expire(key, ok, now)
-local beforeR, beforeW = tonumber(ARGV[6]), tonumber(ARGV[7])
 if beforeR == 0 and beforeW == 0 then
   rw_drop(key, ok, tok)
 else

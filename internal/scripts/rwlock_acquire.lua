@@ -54,6 +54,31 @@ local lease = tonumber(ARGV[2])
 local haveR, haveW = tonumber(ARGV[4]), tonumber(ARGV[5])
 local write = ARGV[8] == 'w'
 local meta = ARGV[14]
+if haveR == 0 and haveW == 0 and redis.call('EXISTS', ok) == 0 and redis.call('EXISTS', qk) == 0 then
+  -- Nobody holds the lock or waits for its write lock: granted at once
+  -- (no expiry to drop, no queue to look at). It writes no record: a
+  -- resend finds this owner's hold and takes it anew, and the abort of a
+  -- new hold drops any hold of the owner's.
+  local now = server_ms()
+  local fence = 0
+  if write then
+    if ARGV[6] == '1' then
+      -- A fencing token is drawn once per request: a resend answers it
+      -- from the record.
+      fence = redis.call('INCR', fk)
+      redis.call('HSET', key, 'fence', fence)
+      remember(KEYS[3], ARGV[3], fence, ARGV[7])
+    end
+    redis.call('HSET', key, 'writer', tok, tok .. ':w', 1)
+  else
+    redis.call('HSET', key, tok .. ':r', 1)
+  end
+  set_meta(key, tok, meta)
+  redis.call('ZADD', ok, now + lease, tok)
+  redis.call('PEXPIRE', key, lease)
+  redis.call('PEXPIRE', ok, lease)
+  return {1, fence}
+end
 local mine = q_entry(tok, ARGV[11], ARGV[12], ARGV[6], meta)
 local now = server_ms()
 rw_expire(key, ok, now)

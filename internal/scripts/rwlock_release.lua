@@ -19,12 +19,29 @@
 -- twice (an acquire whose outcome was never learned) is not left behind.
 -- Once nobody holds the lock, the longest-waiting writer is granted it;
 -- releasing the write lock with no writer waiting wakes the readers.
+local key, fk, ok, qk, tk, tok, kind = KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], ARGV[1], ARGV[6]
+local leftR, leftW = tonumber(ARGV[7]), tonumber(ARGV[8])
+if leftR == 0 and leftW == 0 then
+  local owners = redis.call('ZRANGE', ok, 0, 1)
+  if #owners == 1 and owners[1] == tok and redis.call('HEXISTS', key, tok .. ':' .. kind) == 1 then
+    -- The last hold of the only owner: the lock goes, and the longest
+    -- waiting writer gets it, or (a write released) the readers are
+    -- woken. (Its expiry is not checked: past it, the lock would be
+    -- this owner's all the same, and its handle sends no release after
+    -- its local deadline.)
+    remember(KEYS[3], ARGV[2], 1, ARGV[4])
+    redis.call('DEL', key, ok)
+    if redis.call('EXISTS', qk) == 1 then
+      rw_handoff(ARGV[5], server_ms(), kind == 'w')
+    elseif kind == 'w' and redis.call('DEL', KEYS[7]) == 1 then
+      redis.call('PUBLISH', ARGV[5], '*')
+    end
+    return 1
+  end
+end
 if replayed(KEYS[3], ARGV[2]) then
   return 1
 end
-
-local key, fk, ok, qk, tk, tok, kind = KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], ARGV[1], ARGV[6]
-local leftR, leftW = tonumber(ARGV[7]), tonumber(ARGV[8])
 local now = server_ms()
 rw_expire(key, ok, now)
 local r, w = rw_holds(key, tok)

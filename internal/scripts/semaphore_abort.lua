@@ -15,13 +15,16 @@
 -- The record marks the request aborted either way, so a late copy of it
 -- (a resend on another connection) is refused instead of applied. A
 -- waiter that gives up also leaves the queue (semaphore_leave.lua).
-local applied = replayed(KEYS[2], ARGV[2])
+local key, ok, tok = KEYS[1], KEYS[3], ARGV[1]
+local before = tonumber(ARGV[5])
+-- A new hold writes no record: with nothing held before, any permits of
+-- the owner's come from the abandoned acquire (or are a grant it will not
+-- take), and go.
+local applied = (before == 0 and redis.call('ZSCORE', ok, tok)) or replayed(KEYS[2], ARGV[2])
 remember(KEYS[2], ARGV[2], 'x', ARGV[3])
 if not applied then
   return 0
 end
-local key, ok, tok = KEYS[1], KEYS[3], ARGV[1]
-local before = tonumber(ARGV[5])
 local now = server_ms()
 sem_expire(key, ok, now)
 local c = sem_count(key, tok)

@@ -46,6 +46,20 @@ local key, ok, qk, tk, tok = KEYS[1], KEYS[3], KEYS[4], KEYS[5], ARGV[1]
 local lease, have, n = tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local channel = ARGV[12]
 local meta = ARGV[13]
+if have == 0 and redis.call('EXISTS', ok) == 0 and redis.call('EXISTS', qk) == 0 then
+  -- Nobody holds permits or waits: granted at once, and the capacity is
+  -- this handle's (none is stored while nobody holds). It writes no
+  -- record: a resend finds the permits this owner holds beyond what it
+  -- counts and takes them, and the abort of a new hold gives back any
+  -- permits of the owner's.
+  local now = server_ms()
+  redis.call('HSET', key, 'permits', ARGV[6], 'used', n, tok, n)
+  set_meta(key, tok, meta)
+  redis.call('ZADD', ok, now + lease, tok)
+  redis.call('PEXPIRE', key, lease)
+  redis.call('PEXPIRE', ok, lease)
+  return {1, 0}
+end
 local mine = q_entry(tok, ARGV[10], ARGV[11], ARGV[5], meta)
 local now = server_ms()
 sem_expire(key, ok, now)

@@ -21,12 +21,25 @@
 -- The owner's own count decides what it keeps: Redis's count is set to
 -- it, so permits that Redis counted beyond it (a grant it never took) are
 -- given back too.
+local key, ok, qk, tk, tok = KEYS[1], KEYS[3], KEYS[4], KEYS[5], ARGV[1]
+local left = tonumber(ARGV[7])
+if left == 0 then
+  local owners = redis.call('ZRANGE', ok, 0, 1)
+  if #owners == 1 and owners[1] == tok and tonumber(redis.call('HGET', key, tok) or 0) >= tonumber(ARGV[6])
+      and redis.call('EXISTS', qk) == 0 then
+    -- The only holder gives back its last permits, and nobody waits: the
+    -- semaphore goes. (Its expiry is not checked: past it, the permits
+    -- would be this owner's all the same, and its handle sends no
+    -- release after its local deadline.)
+    remember(KEYS[2], ARGV[2], 1, ARGV[4])
+    redis.call('DEL', key, ok)
+    return 1
+  end
+end
 if replayed(KEYS[2], ARGV[2]) then
   return 1
 end
 
-local key, ok, qk, tk, tok = KEYS[1], KEYS[3], KEYS[4], KEYS[5], ARGV[1]
-local left = tonumber(ARGV[7])
 local now = server_ms()
 sem_expire(key, ok, now)
 local c = sem_count(key, tok)

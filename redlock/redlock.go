@@ -85,7 +85,7 @@ type Mutex struct {
 // confirm: up to half the lease, at most 5 s.
 func New(clients []*relock.Client, name string, opts ...relock.LockOption) *Mutex {
 	m := &Mutex{name: name, keys: core.NewKeys(Kind, name), quorum: len(clients)/2 + 1}
-	m.kkeys = []string{m.keys.Lock, m.keys.Fence, "", m.keys.Queue, m.keys.Timeouts}
+	m.kkeys = []string{m.keys.Lock} // the scripts build the lock's other keys (see scripts.deriving)
 	m.err = m.init(clients, core.Options(opts))
 	return m
 }
@@ -99,7 +99,6 @@ func (m *Mutex) init(clients []*relock.Client, opts []func(*core.LockConfig)) er
 		o := core.NewOwner(c, Kind, m.name, opts)
 		if i == 0 {
 			m.token = o.Token
-			m.kkeys[2] = m.keys.Record(m.token)
 		}
 		o.Token = m.token
 		m.owners = append(m.owners, o)

@@ -14,13 +14,14 @@ import (
 // of both decide what a release means ("this handle keeps nothing" drops
 // all of its holds). The hold state machine is core.Holder's.
 type protocol struct {
-	o    *core.Owner
-	keys []string // lock, fence, record, owners, queue, timeouts, readers (see rwlock_common.lua)
+	o      *core.Owner
+	keys   []string // the lock: the scripts build its other keys (see scripts.deriving)
+	owners string   // the owners' expiries (see rwlock_common.lua)
 }
 
 func newProtocol(o *core.Owner) *protocol {
 	k := o.Keys
-	return &protocol{o: o, keys: []string{k.Lock, k.Fence, k.Record(o.Token), k.Sub("owners"), k.Queue, k.Timeouts, k.Sub("readers")}}
+	return &protocol{o: o, keys: []string{k.Lock}, owners: k.Sub("owners")}
 }
 
 // kindOf is how the scripts spell a class.
@@ -92,7 +93,7 @@ func (l *RWMutex) counts(ctx context.Context) (r, w int, err error) {
 	if err := l.h.Check(); err != nil {
 		return 0, 0, l.errorf("hold-count", err)
 	}
-	res, err := l.h.RunShared(ctx, scripts.RWCount, []string{l.p.keys[0], l.p.keys[3]}, l.h.Token).Int64Slice()
+	res, err := l.h.RunShared(ctx, scripts.RWCount, []string{l.h.Keys.Lock, l.p.owners}, l.h.Token).Int64Slice()
 	if err == nil && len(res) != 2 {
 		err = fmt.Errorf("unexpected reply %v", res)
 	}

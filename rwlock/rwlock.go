@@ -85,7 +85,7 @@ func New(c *relock.Client, name string, opts ...relock.LockOption) *RWMutex {
 	l := &RWMutex{}
 	l.h = core.NewHolder(o, nil, watchdog.KindRW, "read", "write")
 	l.p = newProtocol(&l.h.Owner)
-	l.h.Speak(l.p, l.p.keys[3])
+	l.h.Speak(l.p, l.p.owners)
 	return l
 }
 

@@ -20,7 +20,8 @@ import (
 type protocol struct {
 	o       *core.Owner
 	permits int
-	keys    []string // hash, record, owners, queue, timeouts
+	keys    []string // the hash: the scripts build its other keys (see scripts.deriving)
+	owners  string   // the owners' expiries
 	queries []string // hash, owners, queue, timeouts
 }
 
@@ -30,7 +31,8 @@ func newProtocol(o *core.Owner, permits int) *protocol {
 	return &protocol{
 		o:       o,
 		permits: permits,
-		keys:    []string{k.Lock, k.Record(o.Token), owners, k.Queue, k.Timeouts},
+		keys:    []string{k.Lock},
+		owners:  owners,
 		queries: []string{k.Lock, owners, k.Queue, k.Timeouts},
 	}
 }

@@ -118,7 +118,7 @@ func New(c *relock.Client, name string, permits int, opts ...relock.LockOption) 
 	}
 	s.h = core.NewHolder(o, nil, watchdog.KindSemaphore)
 	s.p = newProtocol(&s.h.Owner, permits)
-	s.h.Speak(s.p, s.p.keys[2])
+	s.h.Speak(s.p, s.p.owners)
 	return s
 }
 

@@ -73,7 +73,9 @@ func NewExclusive(o Owner, s Scripts, reentrant bool, watchKind string, ext Exte
 	p := &exclusive{scripts: s, reentrant: reentrant, ext: ext}
 	x.Holder = NewHolder(o, p, watchKind)
 	p.o = &x.Owner
-	p.keys = []string{o.Keys.Lock, o.Keys.Fence, o.Keys.Record(o.Token), o.Keys.Queue, o.Keys.Timeouts}
+	// The scripts build the lock's other keys from its main key (see
+	// scripts.deriving).
+	p.keys = []string{o.Keys.Lock}
 	return x
 }
 

@@ -18,6 +18,7 @@ package scripts
 import (
 	"embed"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -36,8 +37,8 @@ func file(name string) string {
 
 // Script is one of relock's Lua scripts.
 type Script struct {
-	name string // its file, e.g. "mutex_acquire"
-	body string
+	name string   // its file, e.g. "mutex_acquire"
+	body string   // the file, after its keys' prologue (see derive)
 	uses []string // the helper files it may call, in order
 
 	eval, twin *redis.Script // the script form; twin publishes with SPUBLISH
@@ -45,8 +46,20 @@ type Script struct {
 
 // define returns the script of file name, which calls the helpers of the
 // files uses, and adds it to the library.
-func define(name string, uses ...string) *Script {
-	s := &Script{name: name, body: file(name), uses: uses}
+func define(name string, uses ...string) *Script { return deriving(name, "", uses...) }
+
+// deriving is define for a script whose caller passes only the lock's
+// main key (and, on a Cluster, the never-created key of its slot): keys
+// names the keys the script's body reads as KEYS[2], KEYS[3]..., each the
+// main key with a suffix ("" for none), the owner's request record
+// ":r:<token>" with the token of ARGV[1]. They share the main key's {hash
+// tag}, so its slot: Redis lets a script (and a function) reach keys of
+// the slot of its declared keys, and every parameter costs a call about
+// as much as a command inside it. (On a Cluster the slot's declared
+// never-created key still makes a migrating slot refuse the script before
+// it runs.)
+func deriving(name, keys string, uses ...string) *Script {
+	s := &Script{name: name, body: derive(keys) + file(name), uses: uses}
 	src := prelude(uses, s.body) + s.body
 	s.eval, s.twin = redis.NewScript(src), redis.NewScript(src)
 	if strings.Contains(src, publishCall) {
@@ -55,6 +68,32 @@ func define(name string, uses ...string) *Script {
 	all = append(all, s)
 	return s
 }
+
+// derive returns the prologue that sets KEYS[2], KEYS[3]... to the keys
+// named by suffixes, a comma-separated list (see deriving).
+func derive(suffixes string) string {
+	if suffixes == "" {
+		return ""
+	}
+	var lhs, rhs []string
+	for i, suf := range strings.Split(suffixes, ",") {
+		lhs = append(lhs, "KEYS["+strconv.Itoa(i+2)+"]")
+		if suf == ":r:" {
+			rhs = append(rhs, "KEYS[1] .. ':r:' .. ARGV[1]")
+		} else {
+			rhs = append(rhs, "KEYS[1] .. '"+suf+"'")
+		}
+	}
+	return "-- The lock's other keys, built from its main key (see scripts.deriving).\n" +
+		strings.Join(lhs, ", ") + " = " + strings.Join(rhs, ", ") + "\n"
+}
+
+// The keys that the hot scripts of each lock type build (see deriving).
+const (
+	exclusiveKeys = ":fence,:r:,:queue,:timeouts"                  // KEYS[2..5]
+	rwKeys        = ":fence,:r:,:owners,:queue,:timeouts,:readers" // KEYS[2..7]
+	semKeys       = ":r:,:owners,:queue,:timeouts"                 // KEYS[2..5]
+)
 
 // all is every script, in the order defined, for the library.
 var all []*Script
@@ -178,18 +217,18 @@ func prelude(uses []string, body string) string {
 // themselves over to a starving waiter (handoff.lua), the fair lock to the
 // head of its queue (fair_common.lua).
 var (
-	MutexAcquire     = define("mutex_acquire", record, clock, queue, handoff)
-	MutexRelease     = define("mutex_release", record, clock, queue, handoff)
-	MutexAbort       = define("mutex_abort", record, clock, queue, handoff)
-	MutexLeave       = define("mutex_leave", record, clock, queue, handoff)
-	ReentrantAcquire = define("reentrant_acquire", record, clock, queue, handoff)
-	ReentrantRelease = define("reentrant_release", record, clock, queue, handoff)
-	ReentrantAbort   = define("reentrant_abort", record, clock, queue, handoff)
-	ReentrantLeave   = define("reentrant_leave", record, clock, queue, handoff)
-	FairAcquire      = define("fair_acquire", record, clock, queue, fairHelp)
-	FairRelease      = define("fair_release", record, clock, queue, fairHelp)
-	FairAbort        = define("fair_abort", record, clock, queue, fairHelp)
-	FairLeave        = define("fair_leave", record, clock, queue, fairHelp)
+	MutexAcquire     = deriving("mutex_acquire", exclusiveKeys, record, clock, queue, handoff)
+	MutexRelease     = deriving("mutex_release", exclusiveKeys, record, clock, queue, handoff)
+	MutexAbort       = deriving("mutex_abort", exclusiveKeys, record, clock, queue, handoff)
+	MutexLeave       = deriving("mutex_leave", exclusiveKeys, record, clock, queue, handoff)
+	ReentrantAcquire = deriving("reentrant_acquire", exclusiveKeys, record, clock, queue, handoff)
+	ReentrantRelease = deriving("reentrant_release", exclusiveKeys, record, clock, queue, handoff)
+	ReentrantAbort   = deriving("reentrant_abort", exclusiveKeys, record, clock, queue, handoff)
+	ReentrantLeave   = deriving("reentrant_leave", exclusiveKeys, record, clock, queue, handoff)
+	FairAcquire      = deriving("fair_acquire", exclusiveKeys, record, clock, queue, fairHelp)
+	FairRelease      = deriving("fair_release", exclusiveKeys, record, clock, queue, fairHelp)
+	FairAbort        = deriving("fair_abort", exclusiveKeys, record, clock, queue, fairHelp)
+	FairLeave        = deriving("fair_leave", exclusiveKeys, record, clock, queue, fairHelp)
 	// ForceUnlock is the force-unlock of a mutex and a reentrant lock;
 	// FairForceUnlock wakes the fair queue's head, not the lock's channel.
 	ForceUnlock     = define("force_unlock", force)
@@ -205,20 +244,20 @@ var (
 
 // The read/write-lock scripts.
 var (
-	RWAcquire     = define("rwlock_acquire", record, clock, queue, rwHelp)
-	RWRelease     = define("rwlock_release", record, clock, queue, rwHelp)
-	RWAbort       = define("rwlock_abort", record, clock, queue, rwHelp)
-	RWLeave       = define("rwlock_leave", record, clock, queue, rwHelp)
+	RWAcquire     = deriving("rwlock_acquire", rwKeys, record, clock, queue, rwHelp)
+	RWRelease     = deriving("rwlock_release", rwKeys, record, clock, queue, rwHelp)
+	RWAbort       = deriving("rwlock_abort", rwKeys, record, clock, queue, rwHelp)
+	RWLeave       = deriving("rwlock_leave", rwKeys, record, clock, queue, rwHelp)
 	RWCount       = define("rwlock_count", clock)
 	RWForceUnlock = define("rwlock_force_unlock", record, clock, queue, rwHelp, force)
 )
 
 // The semaphore scripts.
 var (
-	SemAcquire      = define("semaphore_acquire", record, clock, queue, semHelp)
-	SemRelease      = define("semaphore_release", record, clock, queue, semHelp)
-	SemAbort        = define("semaphore_abort", record, clock, queue, semHelp)
-	SemLeave        = define("semaphore_leave", record, clock, queue, semHelp)
+	SemAcquire      = deriving("semaphore_acquire", semKeys, record, clock, queue, semHelp)
+	SemRelease      = deriving("semaphore_release", semKeys, record, clock, queue, semHelp)
+	SemAbort        = deriving("semaphore_abort", semKeys, record, clock, queue, semHelp)
+	SemLeave        = deriving("semaphore_leave", semKeys, record, clock, queue, semHelp)
 	SemAvailable    = define("semaphore_available", record, clock, queue, semHelp)
 	SemForceRelease = define("semaphore_force_release", record, clock, queue, semHelp, force)
 )

@@ -45,6 +45,9 @@ func (p *protocol) Refuse(r *core.Request) error {
 // Grants: a resignation makes the head of the queue the leader.
 func (p *protocol) Grants() bool { return true }
 
+// Records: the election keeps one record per owner (election_common.lua).
+func (p *protocol) Records() bool { return false }
+
 func (p *protocol) Acquire(ctx context.Context, r *core.Request) ([]int64, error) {
 	o := p.o
 	return o.Run(ctx, scripts.ElectionCampaign, p.keys, o.Token, r.Lease.Milliseconds(), r.ID, r.RecordTTL(),

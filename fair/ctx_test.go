@@ -29,3 +29,5 @@ func TestResume(t *testing.T) { locktest.Resume(t, kind) }
 func TestGuarded(t *testing.T) { locktest.Guarded(t, kind) }
 
 func TestMetadata(t *testing.T) { locktest.Metadata(t, kind) }
+
+func TestRecordsSwept(t *testing.T) { locktest.RecordsSwept(t, kind) }

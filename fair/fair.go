@@ -72,7 +72,6 @@ func New(c *relock.Client, name string, opts ...relock.LockOption) *Lock {
 		Leave:   scripts.FairLeave,
 	}, true, watchdog.KindHash, core.Extension{
 		Channel: prefix + o.Token,
-		Push:    prefix,
 		// Each attempt is the waiter's heartbeat: several per timeout.
 		MaxWait: min(o.Heartbeat()/4, core.MaxWait),
 	})

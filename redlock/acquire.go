@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"time"
 
@@ -97,8 +98,10 @@ func (m *Mutex) attempt(ctx context.Context, c *call) (result, error) {
 				return []int64{1, 0}, nil
 			}
 		}
-		return o.Run(ctx, scripts.MutexAcquire, m.kkeys, m.token, lease.Milliseconds(), id, 0, 0, recordTTL(lease),
-			block, m.hbMS, c.wait, m.claim(i, c).Milliseconds(), m.keys.Channel, noHandoff, o.Cfg.Metadata).Int64Slice()
+		wait := strconv.Itoa(block) + "|" + strconv.FormatInt(m.hbMS, 10) + "|" + c.wait + "|" +
+			strconv.FormatInt(m.claim(i, c).Milliseconds(), 10) + "|" + strconv.FormatInt(recordTTL(lease), 10)
+		return o.Run(ctx, scripts.MutexAcquire, m.kkeys, m.token, lease.Milliseconds(), id, 0, 0, wait,
+			o.Cfg.Metadata, noHandoff).Int64Slice()
 	})
 	fresh := 0 // masters asked whose lane was free
 	for _, i := range idx {
@@ -284,8 +287,8 @@ func (m *Mutex) leave(c *call, success bool) {
 		return func(ctx context.Context, i int, o *core.Owner) ([]int64, error) {
 			// With count 0, the script also deletes a key of this owner
 			// (a late grant of an attempt that failed).
-			return nil, o.Run(ctx, scripts.MutexLeave, m.kkeys, m.token, c.wait, count, m.keys.Channel,
-				m.claim(i, c).Milliseconds(), 0, noHandoff, o.Cfg.Metadata).Err()
+			return nil, o.Run(ctx, scripts.MutexLeave, m.kkeys, m.token, c.wait, count,
+				m.claim(i, c).Milliseconds(), 0, o.Cfg.Metadata, noHandoff).Err()
 		}
 	}
 	if success {

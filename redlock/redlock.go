@@ -28,7 +28,8 @@ var ErrNoQuorum = errors.New("redlock: a majority of masters could not be reache
 // Kind is the lock type's name in keys, events and errors.
 const Kind = "redlock"
 
-// noHandoff is the starvation threshold (ms) passed to the mutex scripts:
+// noHandoff is the starvation threshold (ms) passed to the mutex scripts
+// (their optional last argument):
 // a release never grants the lock to a waiter on one master (a grant on
 // one master is no majority), it only wakes waiters.
 const noHandoff = int64(1e12)
@@ -331,8 +332,7 @@ func (m *Mutex) unlock(ctx context.Context) (*core.Event, error) {
 			n, err := m.abort(ctx, o, h.req, h.recordTTL(i))
 			return []int64{n}, err
 		}
-		n, err := o.Run(ctx, scripts.MutexRelease, m.kkeys, m.token, id, 0, h.recordTTL(i),
-			m.keys.Channel, 0, noHandoff).Int64()
+		n, err := o.Run(ctx, scripts.MutexRelease, m.kkeys, m.token, id, h.recordTTL(i), noHandoff).Int64()
 		return []int64{n}, err
 	})
 	got, _ := rd.collect(rctx, len(idx), wait, func(got []reply) (bool, bool) {
@@ -510,7 +510,7 @@ func recordTTL(lease time.Duration) int64 { return min(lease, core.MaxRecordTTL)
 // has it there, and marks req aborted (for recMS milliseconds) so that a
 // late copy of it is refused. It replies 1 when it deleted a key.
 func (m *Mutex) abort(ctx context.Context, o *core.Owner, req string, recMS int64) (int64, error) {
-	return o.Run(ctx, scripts.MutexAbort, m.kkeys, m.token, req, recMS, m.keys.Channel, 0, noHandoff).Int64()
+	return o.Run(ctx, scripts.MutexAbort, m.kkeys, m.token, req, recMS, 0, noHandoff).Int64()
 }
 
 // usable returns the masters that can be asked, and why the others cannot

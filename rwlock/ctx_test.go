@@ -29,3 +29,5 @@ func TestResume(t *testing.T) { sides(t, locktest.Resume) }
 func TestGuarded(t *testing.T) { sides(t, locktest.Guarded) }
 
 func TestMetadata(t *testing.T) { sides(t, locktest.Metadata) }
+
+func TestRecordsSwept(t *testing.T) { sides(t, locktest.RecordsSwept) }

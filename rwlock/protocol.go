@@ -50,33 +50,31 @@ func (p *protocol) Refuse(r *core.Request) error {
 // not granted).
 func (p *protocol) Grants() bool { return true }
 
+func (p *protocol) Records() bool { return true }
+
 func (p *protocol) Acquire(ctx context.Context, r *core.Request) ([]int64, error) {
 	o := p.o
-	blocking, wait := 0, ""
-	if r.Block {
-		blocking = 1
-		if r.Class == core.Write {
-			wait = r.WaitID() // only writers queue
-		}
+	wait := ""
+	if r.Block && r.Class == core.Write {
+		wait = r.WaitID() // only writers queue
 	}
-	return o.Run(ctx, scripts.RWAcquire, p.keys, o.Token, r.Lease.Milliseconds(), r.ID,
-		r.Held[core.Read], r.Held[core.Write], p.fencing(), r.RecordTTL(),
-		kindOf(r.Class), blocking, o.Heartbeat().Milliseconds(), wait,
-		r.Claim.Milliseconds(), o.Keys.Channel, o.Cfg.Metadata).Int64Slice()
+	return o.Run(ctx, scripts.RWAcquire, p.keys, append([]any{o.Token, r.Lease.Milliseconds(), r.ID,
+		r.Held[core.Read], r.Held[core.Write], p.fencing(), kindOf(r.Class),
+		r.WaitArgs(o.Heartbeat(), wait)}, o.Metadata()...)...).Int64Slice()
 }
 
 func (p *protocol) Release(ctx context.Context, r *core.Request) (int64, error) {
 	o := p.o
 	left := r.Left()
-	return o.Run(ctx, scripts.RWRelease, p.keys, o.Token, r.ID, r.Lease.Milliseconds(),
-		r.RecordTTL(), o.Keys.Channel, kindOf(r.Class), left[core.Read], left[core.Write]).Int64()
+	return o.Run(ctx, scripts.RWRelease, p.keys, o.Token, r.ID, kindOf(r.Class), left[core.Read], left[core.Write],
+		r.Lease.Milliseconds(), r.RecordTTL(), r.KeptRecord()).Int64()
 }
 
 func (p *protocol) Abort(ctx context.Context, r *core.Request) error {
 	o := p.o
 	// A hold the abort could not undo expires within a lease (the
 	// handle's next acquire from zero holds also drops it).
-	return o.Run(ctx, scripts.RWAbort, p.keys, o.Token, r.ID, r.RecordTTL(), o.Keys.Channel,
+	return o.Run(ctx, scripts.RWAbort, p.keys, o.Token, r.ID, r.RecordTTL(),
 		kindOf(r.Class), r.Held[core.Read], r.Held[core.Write]).Err()
 }
 
@@ -86,7 +84,7 @@ func (p *protocol) Leave(ctx context.Context, r *core.Request) error {
 	}
 	o := p.o
 	return o.Run(ctx, scripts.RWLeave, p.keys, o.Token, r.WaitID(), r.Held[core.Read], r.Held[core.Write],
-		o.Keys.Channel, r.Claim.Milliseconds(), p.fencing(), o.Cfg.Metadata).Err()
+		r.Claim.Milliseconds(), p.fencing(), o.Cfg.Metadata).Err()
 }
 
 func (l *RWMutex) counts(ctx context.Context) (r, w int, err error) {

@@ -1059,7 +1059,19 @@ func newWriter(c *relock.Client, name string, opts ...relock.LockOption) locktes
 }
 
 func rwTokens(ctx context.Context, rdb redis.UniversalClient, name string) []string {
-	return rdb.ZRange(ctx, lockKey(name)+":owners", 0, -1).Val()
+	if toks := rdb.ZRange(ctx, lockKey(name)+":owners", 0, -1).Val(); len(toks) > 0 {
+		return toks
+	}
+	// A solo lock (one owner, no owners' set): the owner of its fields.
+	var toks []string
+	for _, f := range rdb.HKeys(ctx, lockKey(name)).Val() {
+		if tok, ok := strings.CutSuffix(f, ":r"); ok {
+			toks = append(toks, tok)
+		} else if tok, ok := strings.CutSuffix(f, ":w"); ok {
+			toks = append(toks, tok)
+		}
+	}
+	return toks
 }
 
 // sides runs f for the read side and the write side.

@@ -29,3 +29,5 @@ func TestResume(t *testing.T) { locktest.Resume(t, sem1) }
 func TestGuarded(t *testing.T) { locktest.Guarded(t, sem1) }
 
 func TestMetadata(t *testing.T) { locktest.Metadata(t, sem1) }
+
+func TestRecordsSwept(t *testing.T) { locktest.RecordsSwept(t, sem1) }

@@ -42,34 +42,31 @@ func (p *protocol) Refuse(*core.Request) error { return nil }
 // Grants: permits are granted to a handle while it waits.
 func (p *protocol) Grants() bool { return true }
 
+func (p *protocol) Records() bool { return true }
+
 func (p *protocol) Acquire(ctx context.Context, r *core.Request) ([]int64, error) {
 	o := p.o
-	block := 0
-	if r.Block {
-		block = 1
-	}
-	res, err := o.Run(ctx, scripts.SemAcquire, p.keys, o.Token, r.Lease.Milliseconds(), r.ID,
-		r.Held[core.Units], r.N, p.permits, r.RecordTTL(), block, o.Heartbeat().Milliseconds(),
-		r.WaitID(), r.Claim.Milliseconds(), o.Keys.Channel, o.Cfg.Metadata).Int64Slice()
+	res, err := o.Run(ctx, scripts.SemAcquire, p.keys, append([]any{o.Token, r.Lease.Milliseconds(), r.ID,
+		r.Held[core.Units], r.N, p.permits, r.WaitArgs(o.Heartbeat(), r.WaitID())}, o.Metadata()...)...).Int64Slice()
 	return res, p.mismatch(err)
 }
 
 func (p *protocol) Release(ctx context.Context, r *core.Request) (int64, error) {
 	o := p.o
-	return o.Run(ctx, scripts.SemRelease, p.keys, o.Token, r.ID, r.Lease.Milliseconds(), r.RecordTTL(),
-		o.Keys.Channel, r.N, r.Left()[core.Units], p.permits).Int64()
+	return o.Run(ctx, scripts.SemRelease, p.keys, o.Token, r.ID, r.N, r.Left()[core.Units], p.permits,
+		r.Lease.Milliseconds(), r.RecordTTL(), r.KeptRecord()).Int64()
 }
 
 func (p *protocol) Abort(ctx context.Context, r *core.Request) error {
 	o := p.o
-	return o.Run(ctx, scripts.SemAbort, p.keys, o.Token, r.ID, r.RecordTTL(), o.Keys.Channel,
+	return o.Run(ctx, scripts.SemAbort, p.keys, o.Token, r.ID, r.RecordTTL(),
 		r.Held[core.Units], p.permits).Err()
 }
 
 func (p *protocol) Leave(ctx context.Context, r *core.Request) error {
 	o := p.o
 	return o.Run(ctx, scripts.SemLeave, p.keys, o.Token, r.WaitID(), r.Held[core.Units],
-		r.Claim.Milliseconds(), r.N, o.Keys.Channel, p.permits, o.Cfg.Metadata).Err()
+		r.Claim.Milliseconds(), r.N, p.permits, o.Cfg.Metadata).Err()
 }
 
 // capacityPrefix starts the error reply of a script that found the

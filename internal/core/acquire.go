@@ -182,6 +182,9 @@ func (c *call) Attempt(ctx context.Context) (bool, time.Duration, error) {
 			}
 		}
 		h.grantedLocked(r, c.begin, start, res[1], 0)
+		if len(res) == 3 && res[2] == 1 && h.proto.Records() {
+			h.E.Records.Done(r.Record(&h.Owner), start)
+		}
 		return true, 0, nil
 	}
 	switch res[1] {

@@ -42,6 +42,8 @@ const DefaultHeartbeat = 5 * time.Second
 // ten loopback round trips: a waiter behind for that long is behind because
 // owners keep re-taking the lock, and handing it over (one push) is then
 // also faster than waking it to try again (a push and an acquire).
+//
+// The scripts hold it too (handoff.lua's STARVE_MS), which a test checks.
 const StarvationThreshold = 2 * time.Millisecond
 
 // CheckLease validates a lease-like duration.

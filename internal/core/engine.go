@@ -29,6 +29,8 @@ type Engine struct {
 	// Scripts runs relock's scripts: as functions where the servers have
 	// them, else as scripts.
 	Scripts *scripts.Runner
+	// Records deletes the request records of requests that are done.
+	Records *Sweeper
 
 	// Err is set when the client itself is unusable (nil Redis client,
 	// invalid options); every lock operation returns it.
@@ -103,6 +105,7 @@ func NewEngine(rdb redis.UniversalClient, cfg Config, cfgErr error) *Engine {
 		}
 	})
 	e.WD = watchdog.New(rdb, cfg.WatchdogLease, e.Scripts, roundFailed)
+	e.Records = NewSweeper(rdb)
 	e.Hub.OnRefused = func(err error) {
 		e.Emit(Event{Type: EventPushUnavailable, Err: err})
 	}
@@ -110,8 +113,9 @@ func NewEngine(rdb redis.UniversalClient, cfg Config, cfgErr error) *Engine {
 }
 
 // Close stops the watchdog and the hub (see Watchdog.Close and Hub.Close
-// for how long each waits). Holds still held are declared lost; blocked
-// acquires return an error matching lockerr.Closed and lockerr.NotObtained.
+// for how long each waits), and deletes the request records that are due
+// (see Sweeper). Holds still held are declared lost; blocked acquires
+// return an error matching lockerr.Closed and lockerr.NotObtained.
 func (e *Engine) Close() error {
 	var err error
 	e.closeOnce.Do(func() {
@@ -120,6 +124,7 @@ func (e *Engine) Close() error {
 			return
 		}
 		e.WD.Close()
+		e.Records.Close()
 		err = e.Hub.Close()
 	})
 	return err

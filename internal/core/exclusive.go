@@ -9,19 +9,19 @@ import (
 	"github.com/relock-go/relock/internal/lockerr"
 )
 
-// Scripts is the script set of an exclusive lock type. They all take the
-// same KEYS (lock, fencing counter, request record of the owner, queue,
-// waiter deadlines) and these ARGV:
+// Scripts is the script set of an exclusive lock type. They all take one
+// key, the lock's main key (they build its other keys: see
+// scripts.deriving), and these ARGV:
 //
-//	acquire  token, lease ms, request, count, fencing, record ms, block, heartbeat ms, wait id, claim ms, channel, starve ms, metadata
-//	release  token, request, lease ms, record ms, channel, count left, starve ms
-//	abort    token, request, record ms, channel, count before, starve ms
-//	leave    token, wait id, count, channel, claim ms, fencing, starve ms, metadata
+//	acquire  token, lease ms, request, count, fencing, wait arguments (Request.WaitArgs), metadata if any
+//	release  token, request, count left (not the mutex's), then lease ms (a partial release) or record TTL (a final one, if Request.KeptRecord says)
+//	abort    token, request, record ms, count before
+//	leave    token, wait id, count, claim ms, fencing, metadata
 //
-// where channel is where grants are pushed (the lock's channel, or the
-// prefix of the waiters' own channels for the fair lock), and starve ms is
-// how long the longest waiter may wait before a release hands the lock to
-// it (StarvationThreshold; the fair lock always hands over).
+// Grants are pushed on the lock's channel (the fair lock: on the waiter's
+// own channel, Keys.WaitPrefix and its token); a mutex or reentrant
+// release hands the lock to a waiter that has waited longer than
+// StarvationThreshold (the fair lock always hands over).
 type Scripts struct {
 	Acquire, Release, Abort, Leave *scripts.Script
 	// SetNX makes a new hold's first attempt a native SET NX PX (the plain
@@ -33,9 +33,9 @@ type Scripts struct {
 
 // Extension is what a lock type adds to the shared exclusive machinery.
 type Extension struct {
-	// Channel is the channel a waiter subscribes to, and Push the channel
-	// argument of the scripts; both default to the lock's channel.
-	Channel, Push string
+	// Channel is the channel a waiter subscribes to (by default the
+	// lock's channel).
+	Channel string
 	// MaxWait caps a single timed wait (see WaitSpec).
 	MaxWait time.Duration
 }
@@ -60,9 +60,6 @@ type exclusive struct {
 func NewExclusive(o Owner, s Scripts, reentrant bool, watchKind string, ext Extension) *Exclusive {
 	if ext.Channel == "" {
 		ext.Channel = o.Keys.Channel
-	}
-	if ext.Push == "" {
-		ext.Push = o.Keys.Channel
 	}
 	if ext.MaxWait == 0 {
 		// Each attempt refreshes the waiter's queue entry: several per
@@ -113,6 +110,8 @@ func (p *exclusive) Refuse(r *Request) error {
 
 func (p *exclusive) Grants() bool { return true }
 
+func (p *exclusive) Records() bool { return true }
+
 func (p *exclusive) fencing() int {
 	if p.o.Cfg.Fencing {
 		return 1
@@ -131,30 +130,35 @@ func (p *exclusive) Acquire(ctx context.Context, r *Request) ([]int64, error) {
 			return []int64{1, 0}, nil
 		}
 	}
-	block := 0
-	if r.Block {
-		block = 1
-	}
-	return o.Run(ctx, p.scripts.Acquire, p.keys, o.Token, r.Lease.Milliseconds(), r.ID, r.Held[Units],
-		p.fencing(), r.RecordTTL(), block, o.Heartbeat().Milliseconds(), r.WaitID(),
-		r.Claim.Milliseconds(), p.ext.Push, StarvationThreshold.Milliseconds(), o.Cfg.Metadata).Int64Slice()
+	return o.Run(ctx, p.scripts.Acquire, p.keys, append([]any{o.Token, r.Lease.Milliseconds(), r.ID, r.Held[Units],
+		p.fencing(), r.WaitArgs(o.Heartbeat(), r.WaitID())}, o.Metadata()...)...).Int64Slice()
 }
 
 func (p *exclusive) Release(ctx context.Context, r *Request) (int64, error) {
 	o := p.o
+	// Every argument costs the script: the mutex's release (never
+	// partial) takes none beyond the request, and a final release sends
+	// its record's TTL only when the lease left will not do.
+	args := []any{o.Token, r.ID}
 	left := r.Left()[Units]
-	return o.Run(ctx, p.scripts.Release, p.keys, o.Token, r.ID, r.Lease.Milliseconds(), r.RecordTTL(),
-		p.ext.Push, left, StarvationThreshold.Milliseconds()).Int64()
+	if p.reentrant {
+		args = append(args, left)
+	}
+	if left > 0 {
+		args = append(args, r.Lease.Milliseconds())
+	} else if ttl := r.KeptRecord(); ttl != "" {
+		args = append(args, ttl)
+	}
+	return o.Run(ctx, p.scripts.Release, p.keys, args...).Int64()
 }
 
 func (p *exclusive) Abort(ctx context.Context, r *Request) error {
 	o := p.o
-	return o.Run(ctx, p.scripts.Abort, p.keys, o.Token, r.ID, r.RecordTTL(), p.ext.Push, r.Held[Units],
-		StarvationThreshold.Milliseconds()).Err()
+	return o.Run(ctx, p.scripts.Abort, p.keys, o.Token, r.ID, r.RecordTTL(), r.Held[Units]).Err()
 }
 
 func (p *exclusive) Leave(ctx context.Context, r *Request) error {
 	o := p.o
-	return o.Run(ctx, p.scripts.Leave, p.keys, o.Token, r.WaitID(), r.Held[Units], p.ext.Push,
-		r.Claim.Milliseconds(), p.fencing(), StarvationThreshold.Milliseconds(), o.Cfg.Metadata).Err()
+	return o.Run(ctx, p.scripts.Leave, p.keys, o.Token, r.WaitID(), r.Held[Units],
+		r.Claim.Milliseconds(), p.fencing(), o.Cfg.Metadata).Err()
 }

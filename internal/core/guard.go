@@ -70,16 +70,26 @@ var checks = map[string]string{
 	watchdog.KindString: `  local v = redis.call('GET', lk)
   held = v ~= false and (v == tok or string.sub(v, 1, #tok + 1) == tok .. ':' or string.sub(v, 1, #tok + 1) == tok .. '|')`,
 	watchdog.KindHash: `  held = redis.call('HEXISTS', lk, tok) == 1`,
-	// A write guarded by an rwlock needs its write lock.
-	watchdog.KindRW: `  local t = redis.call('TIME')
-  local e = redis.call('ZSCORE', mine[2], tok)
-  held = e ~= false and tonumber(e) > tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-    and redis.call('HEXISTS', lk, tok .. ':w') == 1`,
-	watchdog.KindSemaphore: `  local t = redis.call('TIME')
-  local e = redis.call('ZSCORE', mine[2], tok)
-  held = e ~= false and tonumber(e) > tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-    and tonumber(redis.call('HGET', lk, tok) or 0) > 0`,
+	// A write guarded by an rwlock needs its write lock. A solo lock (no
+	// owners' set: see rwlock_common.lua) is its one owner's while the
+	// hash lives.
+	watchdog.KindRW: `  if redis.call('HEXISTS', lk, tok .. ':w') == 1 then
+` + liveOwner + `
+  end`,
+	watchdog.KindSemaphore: `  if tonumber(redis.call('HGET', lk, tok) or 0) > 0 then
+` + liveOwner + `
+  end`,
 }
+
+// liveOwner sets held when owner tok's expiry (an rwlock's or a
+// semaphore's) lies ahead, or it is a solo lock's owner.
+const liveOwner = `    local e = redis.call('ZSCORE', mine[2], tok)
+    if e then
+      local t = redis.call('TIME')
+      held = tonumber(e) > tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    else
+      held = redis.call('EXISTS', mine[2]) == 0
+    end`
 
 // script returns g's script for holds of kind.
 func (g *Guarded) script(kind string) *redis.Script {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/relock-go/relock/internal/lockerr"
+	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/watchdog"
 )
 
@@ -57,8 +59,9 @@ type Request struct {
 	Watched bool
 	Claim   time.Duration
 
-	call *call  // the acquire call, for WaitID
-	op   string // a release's operation, for errors when it is resent
+	call  *call  // the acquire call, for WaitID
+	op    string // a release's operation, for errors when it is resent
+	sends int    // how many times it was sent (a release may be resent)
 }
 
 // WaitID identifies a blocking acquire call (all its attempts, its queue
@@ -88,6 +91,41 @@ func (r *Request) Final() bool { return r.Left().Zero() }
 // MaxRecordTTL).
 func (r *Request) RecordTTL() int64 { return min(r.Lease, MaxRecordTTL).Milliseconds() }
 
+// MaxKeptRecord is the longest lease whose final release keeps its record
+// as long as the lease had left (the lock itself, renamed, is the record:
+// see record.lua's release_record); a longer lease's record lasts
+// RecordTTL. A watched hold's lease left is at least two thirds of the
+// watchdog timeout (30 s by default) while it is renewed; a fixed lease
+// may be nearly over, and sets the record's TTL too.
+const MaxKeptRecord = 30 * time.Second
+
+// KeptRecord is what a final release sends for its record's TTL: "" to
+// keep the lease left (a watched hold of at most MaxKeptRecord), else
+// RecordTTL in milliseconds, which costs the release one call more.
+func (r *Request) KeptRecord() string {
+	if r.Watched && r.Lease <= MaxKeptRecord {
+		return ""
+	}
+	return strconv.FormatInt(r.RecordTTL(), 10)
+}
+
+// WaitArgs is what acquire r sends for the case that it is refused, in
+// one argument (see queue.lua's q_args): whether it blocks, the waiter's
+// heartbeat timeout hb, its wait id (r.WaitID(), or ” for a caller that
+// never queues), its claim lease and its record TTL.
+func (r *Request) WaitArgs(hb time.Duration, wait string) string {
+	block := "0"
+	if r.Block {
+		block = "1"
+	}
+	return block + "|" + strconv.FormatInt(hb.Milliseconds(), 10) + "|" + wait + "|" +
+		strconv.FormatInt(r.Claim.Milliseconds(), 10) + "|" + strconv.FormatInt(r.RecordTTL(), 10)
+}
+
+// Record is the key of request r's record (scripts.RequestRecord), for
+// the owner o with the lock's main key.
+func (r *Request) Record(o *Owner) string { return scripts.RequestRecord(o.Keys.Lock, o.Token, r.ID) }
+
 // Protocol is what a lock type sends to Redis for one handle: its scripts
 // and their arguments. Replies follow one convention across lock types.
 type Protocol interface {
@@ -116,6 +154,11 @@ type Protocol interface {
 	// while it waits (with the call's claim lease, Request.Claim, which
 	// its first renewal turns into the full lease).
 	Grants() bool
+	// Records reports whether the scripts keep one record per request
+	// (scripts.RequestRecord), which the Sweeper deletes once the
+	// handle has the reply: of every release, and of an acquire whose
+	// grant reply says it wrote one ({1, fence, 1}).
+	Records() bool
 }
 
 // Refusal codes in the second element of an acquire reply.
@@ -369,6 +412,7 @@ func (h *Holder) releaseLocked(ctx context.Context, op string, class Class, n in
 	}
 	start := time.Now()
 	h.sent++
+	r.sends++
 	res, err := h.proto.Release(ctx, r)
 	if err != nil {
 		if !IsRedisError(err) {
@@ -390,6 +434,9 @@ func (h *Holder) releaseLocked(ctx context.Context, op string, class Class, n in
 		return h.errorf(op, err)
 	}
 	h.pending = nil
+	if r.sends == 1 && h.proto.Records() {
+		h.E.Records.Done(r.Record(&h.Owner), start)
+	}
 	if res == 0 {
 		cause := lockerr.Loss(lockerr.Gone, "lock gone, expired or taken by another owner")
 		h.loseLocked(cause)

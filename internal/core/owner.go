@@ -118,6 +118,16 @@ func (o *Owner) Heartbeat() time.Duration {
 // that long. The waiter's watchdog turns it into the full lease at once.
 func (o *Owner) Claim() time.Duration { return min(o.Lease(), o.Heartbeat()/2) }
 
+// Metadata returns the owner's metadata (relock.WithMetadata) as the
+// optional last argument of an acquire script: none when it has none (an
+// argument costs the script).
+func (o *Owner) Metadata() []any {
+	if o.Cfg.Metadata == "" {
+		return nil
+	}
+	return []any{o.Cfg.Metadata}
+}
+
 // Watched reports whether the watchdog renews this owner's holds.
 func (o *Owner) Watched() bool { return o.Cfg.Lease == 0 }
 

@@ -291,6 +291,35 @@ func replyPairs(v any) [][2]string {
 	return out
 }
 
+// soloOwner returns owners, an rwlock's or a semaphore's owners with their
+// expiries (server ms), or, when there are none and the hash, whose PTTL
+// reply is pttl, has the holds of exactly one token (toks, the tokens
+// with holds in the hash: a "solo" lock, see rwlock_common.lua), that
+// owner with the hash's expiry.
+func soloOwner(owners [][2]string, pttl any, now int64, toks []string) [][2]string {
+	ms, _ := replyInt(pttl)
+	if len(owners) > 0 || ms <= 0 {
+		return owners
+	}
+	seen := map[string]bool{}
+	for _, t := range toks {
+		seen[t] = true
+	}
+	if len(seen) != 1 {
+		return owners
+	}
+	return [][2]string{{toks[0], strconv.FormatInt(now+ms, 10)}}
+}
+
+// keysOf returns the keys of m.
+func keysOf(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
 // serverMs decodes the seconds and microseconds of TIME into milliseconds.
 func serverMs(sec, usec any) (int64, error) {
 	s, ok1 := replyInt(sec)

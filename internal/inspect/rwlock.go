@@ -13,8 +13,9 @@ import (
 // "writer" (the writing owner's token, while one writes), "fence" and,
 // per owner, "<token>:r" and "<token>:w" hold counts; and a sorted set
 // relock:rwlock:{name}:owners of owner -> server time (ms) at which its
-// holds expire (a hold counts only while that lies in the future). Both
-// live as long as the longest hold. Its waiting writers are queued (see
+// holds expire (a hold counts only while that lies in the future), absent
+// while one owner took it uncontended ("solo": its holds expire with the
+// hash; see soloOwner). Both live as long as the longest hold. Its waiting writers are queued (see
 // queue.go); waiting writers whose lock is gone are listed as a free
 // rwlock with waiters, as for the fair queue.
 var rwlockLayout = layout{
@@ -64,7 +65,11 @@ func decodeRWLock(name string, reply any) (Lock, bool, error) {
 		}
 	}
 	l := Lock{Kind: "rwlock", Name: name, TTL: ttl(a[3]), Owners: []Owner{}}
-	for _, p := range replyPairs(a[5]) {
+	var toks []string
+	for f := range counts {
+		toks = append(toks, strings.TrimSuffix(strings.TrimSuffix(f, ":r"), ":w"))
+	}
+	for _, p := range soloOwner(replyPairs(a[5]), a[3], now, toks) {
 		exp, err := strconv.ParseFloat(p[1], 64)
 		if err != nil || int64(exp) <= now {
 			continue // expired: no longer counts, dropped by the next call

@@ -13,8 +13,9 @@ import (
 // with "permits" (the capacity), "used" (permits held in all) and each
 // owner's permits under its token, and a sorted set
 // relock:semaphore:{name}:owners of owner -> server time (ms) at which its
-// permits lapse. Its waiters are queued (see queue.go); an entry's last
-// field is the permits it asks for.
+// permits lapse, absent while one holder took them uncontended ("solo":
+// its permits lapse with the hash; see soloOwner). Its waiters are queued
+// (see queue.go); an entry's last field is the permits it asks for.
 var semaphoreLayout = layout{
 	kind:         "semaphore",
 	waitSuffixes: []string{"queue"},
@@ -59,7 +60,7 @@ func decodeSemaphore(name string, reply any) (Lock, bool, error) {
 			held[p[0]] = n
 		}
 	}
-	for _, p := range replyPairs(a[4]) {
+	for _, p := range soloOwner(replyPairs(a[4]), a[3], now, keysOf(held)) {
 		exp, err := strconv.ParseFloat(p[1], 64)
 		if err != nil || int64(exp) <= now || held[p[0]] == 0 {
 			continue // lapsed: no longer counts, taken back by the next call

@@ -36,7 +36,7 @@ const ACLUser = "relock"
 const ACLRules = "resetkeys ~relock:* resetchannels &relock:* -@all " +
 	"+evalsha +eval +fcall +function|load +set +get +exists +pttl +hget +wait +subscribe +unsubscribe +ping " +
 	"+client|setname +select " +
-	"+del +incr +decr +pexpire +hset +hdel +hexists +hincrby +hmget " +
+	"+del +rename +incr +decr +pexpire +hset +hdel +hexists +hincrby +hmget " +
 	"+zadd +zrem +zcard +zscore +zrange +zrangebyscore +zremrangebyscore +publish +time +hgetall"
 
 // ACLClusterRules are the rules that a user needs beyond ACLRules on a

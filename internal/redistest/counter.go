@@ -13,20 +13,27 @@ import (
 // its caller, a pipeline counting one per command and one round trip in
 // all. The commands go-redis sends to set up a new connection (HELLO,
 // AUTH, SELECT, CLIENT SETINFO...; newer go-redis releases send them
-// through the hooks) are not counted: relock sends none of them.
+// through the hooks) are not counted: relock sends none of them. Nor are
+// the DELs of done requests' records (see core.Sweeper), which are
+// counted apart (Sweeps): a Client sends one every SweepInterval at most,
+// for the records of all its handles.
 type Counter struct {
-	cmds  atomic.Int64
-	trips atomic.Int64
+	cmds   atomic.Int64
+	trips  atomic.Int64
+	sweeps atomic.Int64
 }
 
-// Commands is the number of commands sent so far.
+// Commands is the number of commands sent so far, sweeps aside.
 func (c *Counter) Commands() int64 { return c.cmds.Load() }
+
+// Sweeps is the number of DELs of request records sent so far.
+func (c *Counter) Sweeps() int64 { return c.sweeps.Load() }
 
 // RoundTrips is the number of round trips (a pipeline is one).
 func (c *Counter) RoundTrips() int64 { return c.trips.Load() }
 
 // Reset sets the counts to zero.
-func (c *Counter) Reset() { c.cmds.Store(0); c.trips.Store(0) }
+func (c *Counter) Reset() { c.cmds.Store(0); c.trips.Store(0); c.sweeps.Store(0) }
 
 // DialHook implements redis.Hook.
 func (c *Counter) DialHook(next redis.DialHook) redis.DialHook {
@@ -38,7 +45,10 @@ func (c *Counter) DialHook(next redis.DialHook) redis.DialHook {
 // ProcessHook implements redis.Hook.
 func (c *Counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if !handshake(cmd) {
+		switch {
+		case sweep(cmd):
+			c.sweeps.Add(1)
+		case !handshake(cmd):
 			c.cmds.Add(1)
 			c.trips.Add(1)
 		}
@@ -51,7 +61,10 @@ func (c *Counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		n := 0
 		for _, cmd := range cmds {
-			if !handshake(cmd) {
+			switch {
+			case sweep(cmd):
+				c.sweeps.Add(1)
+			case !handshake(cmd):
 				n++
 			}
 		}
@@ -71,4 +84,19 @@ func handshake(cmd redis.Cmder) bool {
 		return true
 	}
 	return false
+}
+
+// sweep reports whether cmd is a DEL of request records only (a
+// Sweeper's).
+func sweep(cmd redis.Cmder) bool {
+	args := cmd.Args()
+	if !strings.EqualFold(cmd.Name(), "del") || len(args) < 2 {
+		return false
+	}
+	for _, a := range args[1:] {
+		if k, ok := a.(string); !ok || !strings.Contains(k, "}:r:") {
+			return false
+		}
+	}
+	return true
 }

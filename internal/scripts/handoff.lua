@@ -4,15 +4,28 @@
 --
 -- These locks barge, as sync.Mutex does: a release wakes one waiter per
 -- client and any of them, or a newcomer, may win. Once the longest waiter
--- has waited longer than starve ms, the lock is handed to it directly
+-- has waited longer than STARVE_MS, the lock is handed to it directly
 -- instead (granted with its claim lease, and the grant pushed), and
 -- newcomers may not take a free lock while it starves. Nobody queued:
 -- nothing to do, not even a publish.
 
--- starving returns the live head of the queue and the server time in ms if
--- that head has waited longer than starve ms, else false (and the time,
--- or nil when nobody is queued: the server's clock is read only then, as
--- TIME costs a script more than most commands).
+-- STARVE_MS is how long the longest waiter may wait before a release
+-- hands the lock to it: core.StarvationThreshold (a test checks that they
+-- agree). The mutex and reentrant scripts take another threshold as an
+-- optional last argument (package redlock's: never, as a grant on one
+-- master is no majority), read by starve_ms.
+local STARVE_MS = 2
+
+-- starve_ms returns the threshold in a script's optional argument a, or
+-- STARVE_MS.
+local function starve_ms(a)
+  return tonumber(a) or STARVE_MS
+end
+
+-- starving returns the live head of the queue qk and the server time in
+-- ms if that head has waited longer than starve ms, else false (and the
+-- time, or nil when nobody is queued: the server's clock is read only
+-- then, as TIME costs a script more than most commands).
 local function starving(qk, tk, starve)
   if redis.call('EXISTS', qk) == 0 then return false, nil end
   local us = server_us()
@@ -33,7 +46,7 @@ local function grant_to(e, lk, fk, qk, tk, channel, string)
   if string then
     redis.call('SET', lk, m_value(tok, fence, meta), 'PX', claim)
   else
-    redis.call('HSET', lk, tok, 1)
+    redis.call('HSET', lk, tok, '1')
     if fence > 0 then redis.call('HSET', lk, 'fence', fence) end
     set_meta(lk, tok, meta)
     redis.call('PEXPIRE', lk, claim)
@@ -41,14 +54,16 @@ local function grant_to(e, lk, fk, qk, tk, channel, string)
   q_push(channel, wait, fence)
 end
 
--- handoff decides who gets the free lock lk: the starving head, or
+-- handoff decides who gets the free lock lk (its keys built from lk, its
+-- channel lk itself): the head starving for more than starve ms, or
 -- whichever waiter wins once woken; nothing when nobody waits.
-local function handoff(lk, fk, qk, tk, channel, starve, string)
+local function handoff(lk, string, starve)
+  local qk, tk = lk .. ':queue', lk .. ':timeouts'
   local head, now = starving(qk, tk, starve)
   if not now then return end -- nobody queued
   if head then
-    grant_to(head, lk, fk, qk, tk, channel, string)
+    grant_to(head, lk, lk .. ':fence', qk, tk, lk, string)
   elseif redis.call('EXISTS', qk) == 1 then
-    redis.call('PUBLISH', channel, '1')
+    redis.call('PUBLISH', lk, '1')
   end
 end

@@ -20,11 +20,13 @@ local function server_us()
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
--- extend makes key live at least ms more (PTTL is negative without a TTL).
+-- extend makes key live at least ms more (PTTL is negative without a TTL);
+-- ms may be a string (an argument: cheaper to pass on than a number).
 local function extend(key, ms)
-  if redis.call('PTTL', key) < ms then
+  if redis.call('PTTL', key) < tonumber(ms) then
     redis.call('PEXPIRE', key, ms)
   end
+end
 end
 
 -- q_entry builds an entry (meta may be nil or '': none).
@@ -35,10 +37,12 @@ local function q_entry(tok, wait, claim, fencing, meta)
 end
 
 -- q_parse splits an entry into token, wait id, claim ms, fencing and
--- metadata ('' when none).
+-- metadata ('' when none), all strings: Lua reads a string as a number
+-- in arithmetic, and redis.call formats a number argument at a cost
+-- (Redis 7.0: "%.17g") that a string is spared.
 local function q_parse(e)
   local tok, wait, claim, fencing, meta = string.match(e, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|?(.*)$')
-  return tok, wait, tonumber(claim), fencing, meta
+  return tok, wait, claim, fencing, meta
 end
 
 -- q_head drops dead waiters from the head and returns the live head entry
@@ -89,4 +93,14 @@ end
 -- lapsed is never taken for a live one.
 local function q_push(channel, wait, fence)
   redis.call('PUBLISH', channel, string.format('g|%s|%d|%.0f', wait, fence, server_us()))
+end
+
+-- q_args splits what an acquire sends for the case that it is refused
+-- (one argument, as every parameter costs a call; only a refused or
+-- contended acquire reads it): "<block>|<heartbeat ms>|<wait id>|<claim
+-- ms>|<record TTL ms>", block "1" when the caller waits if refused (it
+-- then joins the queue), "0" for a single try (whose wait id is '').
+local function q_args(s)
+  local block, hb, wait, claim, rttl = string.match(s, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)$')
+  return block == '1', hb, wait, claim, rttl
 end

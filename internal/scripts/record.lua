@@ -1,10 +1,16 @@
 -- record: helpers prepended to the scripts that change a lock.
 --
--- A request record is a string "reqid|result" kept briefly under the
--- owner's record key. go-redis resends a command whose reply timed out, so
--- a script can run twice (in either order with its resend): a script that
--- finds its own request id answers from the record instead of applying the
--- change again. "x" as the result marks a request its sender aborted.
+-- A request record is kept briefly so that a script can run twice (go-redis
+-- resends a command whose reply timed out; a handle resends a request
+-- whose outcome it never learned), in either order with its resend: a
+-- script that finds its request's record answers from it instead of
+-- applying the change again. The lock types keep one record per request,
+-- at <lock>:r:<token>:<request id> (scripts.RequestRecord), which the
+-- owner deletes once it has the reply (core.Sweeper); the latch and the
+-- election one per owner, at <lock>:r:<token>, which the owner's next
+-- request replaces. A record is a string "reqid|result" ("x" as the result
+-- marks a request its sender aborted), except that a final release keeps
+-- the lock itself as its record (release_record).
 
 -- replayed returns the recorded result of request id, or nil.
 local function replayed(key, id)
@@ -20,8 +26,19 @@ local function remember(key, id, result, ttl)
   redis.call('SET', key, id .. '|' .. result, 'PX', ttl)
 end
 
+-- release_record ends the hold at lk by renaming lk, whatever its type,
+-- to rk, the final release's record: it frees the lock, and its resend
+-- finds the record, in one call (a DEL and a SET cost Redis much more),
+-- and the record lives as long as the lease had left (the lock's TTL
+-- moves with it), or ttl ms when ttl is given (not nil or '').
+local function release_record(lk, rk, ttl)
+  redis.call('RENAME', lk, rk)
+  if ttl and ttl ~= '' then redis.call('PEXPIRE', rk, ttl) end
+end
+
 -- owns reports whether a mutex value (m_value) is tok's.
 local function owns(v, tok)
+  if v == tok then return true end
   local c = string.sub(v, #tok + 1, #tok + 1)
   return string.sub(v, 1, #tok) == tok and (c == '' or c == ':' or c == '|')
 end

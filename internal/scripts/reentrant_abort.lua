@@ -2,19 +2,18 @@
 -- up, e.g. ctx ended while the reply was in flight). (record.lua,
 -- clock.lua, queue.lua and handoff.lua are prepended.)
 --
--- KEYS[1..5] as reentrant_acquire.lua
+-- KEYS[1] lock hash (the script builds the others, as mutex_acquire.lua;
+--         KEYS[3] is the abandoned acquire's record)
 -- ARGV[1] owner token
 -- ARGV[2] request id of the abandoned acquire
 -- ARGV[3] record TTL in milliseconds (> 0)
--- ARGV[4] the lock's channel
--- ARGV[5] hold count the owner had before the abandoned acquire
--- ARGV[6] starvation threshold in milliseconds
+-- ARGV[4] hold count the owner had before the abandoned acquire
 --
 -- Reply: 1 if the abandoned acquire had been applied (now undone), else 0.
 -- The record marks the request aborted either way, so a late copy of it
 -- (a retry on another connection) is refused instead of applied.
 local tok = ARGV[1]
-local before = tonumber(ARGV[5])
+local before = tonumber(ARGV[4])
 if before == 0 then
   -- The owner held nothing before: any hold of its own comes from the
   -- abandoned acquire (which writes no record for a new hold), or is a
@@ -24,7 +23,7 @@ if before == 0 then
     return 0
   end
   redis.call('DEL', KEYS[1])
-  handoff(KEYS[1], KEYS[2], KEYS[4], KEYS[5], ARGV[4], ARGV[6], false)
+  handoff(KEYS[1], false, STARVE_MS)
   return 1
 end
 -- A re-entry: its record says whether it was applied.
@@ -34,6 +33,6 @@ if not applied then
   return 0
 end
 if redis.call('HEXISTS', KEYS[1], tok) == 1 then
-  redis.call('HSET', KEYS[1], tok, before)
+  redis.call('HSET', KEYS[1], tok, ARGV[4])
 end
 return 1

@@ -1,37 +1,38 @@
 -- reentrant_release: give back one hold of a reentrant lock.
 -- (record.lua, clock.lua, queue.lua and handoff.lua are prepended.)
 --
--- KEYS[1..5] as reentrant_acquire.lua
+-- KEYS[1] lock hash (the script builds the others, as mutex_acquire.lua)
 -- ARGV[1] owner token
 -- ARGV[2] request id
--- ARGV[3] lease in milliseconds (> 0), restored on a partial release
--- ARGV[4] record TTL in milliseconds (> 0)
--- ARGV[5] the lock's channel
--- ARGV[6] the hold count the owner keeps after this release (its own
+-- ARGV[3] the hold count the owner keeps after this release (its own
 --         count): 0 for its final hold
--- ARGV[7] starvation threshold in milliseconds
+-- ARGV[4] a partial release: the lease in milliseconds (> 0), restored;
+--         a final release, optional: the record's TTL in milliseconds
+--         (absent or '': the record lives as long as the lease had left,
+--         see release_record)
 --
 -- Reply: 1 released (now, or by an earlier run of the same request),
 --        0 this owner holds nothing here (nothing is changed).
 --
 -- The owner's own count decides what "final" means: a hold that Redis
 -- counted twice (an acquire whose outcome was never learned) is not left
--- behind after the owner's last Unlock.
-local tok = ARGV[1]
-if redis.call('HEXISTS', KEYS[1], tok) == 0 then
+-- behind after the owner's last Unlock. A final release costs three
+-- calls: the owner's field, the rename of the lock to this request's
+-- record, the queue.
+local lk, tok = KEYS[1], ARGV[1]
+if redis.call('HEXISTS', lk, tok) == 0 then
   -- Not (or no longer) this owner's: a resend of a final release that
-  -- ran answers from its record.
-  if replayed(KEYS[3], ARGV[2]) then return 1 end
+  -- ran finds its record.
+  if redis.call('EXISTS', lk .. ':r:' .. tok .. ':' .. ARGV[2]) == 1 then return 1 end
   return 0
 end
-if ARGV[6] ~= '0' then
+if ARGV[3] ~= '0' then
   -- A partial release sets the owner's count to the one it keeps (not a
   -- decrement): run twice, it changes nothing, so it needs no record.
-  redis.call('HSET', KEYS[1], tok, ARGV[6])
-  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  redis.call('HSET', lk, tok, ARGV[3])
+  redis.call('PEXPIRE', lk, ARGV[4])
   return 1
 end
-remember(KEYS[3], ARGV[2], 1, ARGV[4])
-redis.call('DEL', KEYS[1])
-handoff(KEYS[1], KEYS[2], KEYS[4], KEYS[5], ARGV[5], ARGV[7], false)
+release_record(lk, lk .. ':r:' .. tok .. ':' .. ARGV[2], ARGV[4])
+handoff(lk, false, STARVE_MS)
 return 1

@@ -4,7 +4,8 @@
 -- (clock.lua is prepended.)
 --
 -- KEYS         the keys of the holds, in order: one per hold, two for a
---              "w" or "s" hold (its hash, then its owners' sorted set)
+--              "w" or "s" hold (its hash, then its owners' sorted set,
+--              absent while the lock is solo: see rwlock_common.lua)
 -- ARGV[3i-2]   kind of hold i: "m" mutex (string), "h" hash of owner counts
 --              (reentrant, fair), "w" read/write lock, "s" semaphore; then
 --              "=" to set the lease exactly (an Extend of a fixed lease,
@@ -28,7 +29,8 @@
 local now -- server time in ms (clock.lua), read once when a "w" or "s" hold needs it
 local out, k = {}, 1
 for i = 1, #ARGV / 3 do
-  local spec, tok, lease = ARGV[3 * i - 2], ARGV[3 * i - 1], tonumber(ARGV[3 * i])
+  local spec, tok, ls = ARGV[3 * i - 2], ARGV[3 * i - 1], ARGV[3 * i]
+  local lease = tonumber(ls) -- ls, the string, is cheaper to pass on
   local kind, exact, rest = string.match(spec, '^(.)(=?)(.*)$')
   exact = exact == '='
   local need = tonumber(rest) or 1
@@ -40,14 +42,14 @@ for i = 1, #ARGV / 3 do
     local c = v and string.sub(v, #tok + 1, #tok + 1)
     if v and string.sub(v, 1, #tok) == tok and (c == '' or c == ':' or c == '|') then
       if exact or redis.call('PTTL', key) < lease then
-        redis.call('PEXPIRE', key, lease)
+        redis.call('PEXPIRE', key, ls)
       end
       ok = 1
     end
   elseif kind == 'h' then
     if redis.call('HEXISTS', key, tok) == 1 then
       if exact or redis.call('PTTL', key) < lease then
-        redis.call('PEXPIRE', key, lease)
+        redis.call('PEXPIRE', key, ls)
       end
       ok = 1
     end
@@ -66,7 +68,14 @@ for i = 1, #ARGV / 3 do
     else
       held = tonumber(redis.call('HGET', key, tok) or 0) >= need
     end
-    if e and held then
+    if not e and held and redis.call('EXISTS', owners) == 0 then
+      -- A solo lock (see rwlock_common.lua): its one owner's holds
+      -- expire with the hash.
+      if exact or redis.call('PTTL', key) < lease then
+        redis.call('PEXPIRE', key, ls)
+      end
+      ok = 1
+    elseif e and held then
       now = now or server_ms()
       if tonumber(e) > now then
         if exact or now + lease > tonumber(e) then
@@ -74,7 +83,7 @@ for i = 1, #ARGV / 3 do
         end
         for _, kk in ipairs({key, owners}) do
           if redis.call('PTTL', kk) < lease then
-            redis.call('PEXPIRE', kk, lease)
+            redis.call('PEXPIRE', kk, ls)
           end
         end
         ok = 1

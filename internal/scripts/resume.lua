@@ -3,7 +3,8 @@
 -- renew it if the watchdog is to renew it. (clock.lua is prepended.)
 --
 -- KEYS[1] the lock's main key (a mutex's string, or a lock's hash)
--- KEYS[2] "w" and "s" only: the owners' expiries (sorted set)
+-- KEYS[2] "w" and "s" only: the owners' expiries (sorted set; absent
+--         while the lock is solo, see rwlock_common.lua)
 -- ARGV[1] kind: "m" mutex, "h" reentrant or fair, "w" read/write lock,
 --         "s" semaphore (as renew.lua)
 -- ARGV[2] owner token
@@ -42,11 +43,19 @@ if kind == 'm' or kind == 'h' then
   return {units, 0, fence, pttl}
 end
 
--- "w", "s": the owner's expiry says whether its holds still count.
+-- "w", "s": the owner's expiry says whether its holds still count; a
+-- solo lock's (no owners: see rwlock_common.lua), the hash's TTL.
 local owners = KEYS[2]
-local e = tonumber(redis.call('ZSCORE', owners, tok) or 0)
+local e = redis.call('ZSCORE', owners, tok)
 local now = server_ms()
-if e <= now then return none end
+local solo = not e and redis.call('EXISTS', owners) == 0
+local pttl
+if solo then
+  pttl = redis.call('PTTL', key)
+else
+  pttl = tonumber(e or 0) - now
+end
+if pttl <= 0 then return none end
 local units, writes, fence = 0, 0, 0
 if kind == 'w' then
   local f = redis.call('HMGET', key, tok .. ':r', tok .. ':w')
@@ -56,11 +65,14 @@ else
   units = tonumber(redis.call('HGET', key, tok) or 0)
 end
 if units + writes == 0 then return none end
-local pttl = e - now
 if renew and pttl < lease then
-  redis.call('ZADD', owners, now + lease, tok)
-  for _, k in ipairs({key, owners}) do
-    if redis.call('PTTL', k) < lease then redis.call('PEXPIRE', k, lease) end
+  if solo then
+    redis.call('PEXPIRE', key, ARGV[3])
+  else
+    redis.call('ZADD', owners, now + lease, tok)
+    for _, k in ipairs({key, owners}) do
+      if redis.call('PTTL', k) < lease then redis.call('PEXPIRE', k, ARGV[3]) end
+    end
   end
   pttl = lease
 end

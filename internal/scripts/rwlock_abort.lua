@@ -2,21 +2,23 @@
 -- up, e.g. ctx ended while the reply was in flight). (record.lua,
 -- clock.lua, queue.lua and rwlock_common.lua are prepended.)
 --
--- KEYS[1..7] as rwlock_acquire.lua
+-- KEYS[1] lock hash (the script builds the others, as rwlock_acquire.lua;
+--         KEYS[3] is the abandoned acquire's record)
 -- ARGV[1] owner token
 -- ARGV[2] request id of the abandoned acquire
 -- ARGV[3] record TTL in milliseconds (> 0)
--- ARGV[4] the lock's channel
--- ARGV[5] "r" or "w": the kind of hold the abandoned acquire asked for
--- ARGV[6] read holds the owner had before the abandoned acquire
--- ARGV[7] write holds the owner had before the abandoned acquire
+-- ARGV[4] "r" or "w": the kind of hold the abandoned acquire asked for
+-- ARGV[5] read holds the owner had before the abandoned acquire
+-- ARGV[6] write holds the owner had before the abandoned acquire
 --
 -- Reply: 1 if the abandoned acquire had been applied (now undone), else 0.
 -- The record marks the request aborted either way, so a late copy of it
 -- (a retry on another connection) is refused instead of applied. A writer
 -- that gives up waiting also leaves the queue (rwlock_leave.lua).
-local key, ok, tok, kind = KEYS[1], KEYS[4], ARGV[1], ARGV[5]
-local beforeR, beforeW = tonumber(ARGV[6]), tonumber(ARGV[7])
+local key, ok, tok, kind = KEYS[1], KEYS[4], ARGV[1], ARGV[4]
+local beforeR, beforeW = tonumber(ARGV[5]), tonumber(ARGV[6])
+local now = server_ms()
+rw_shared(key, ok, now)
 -- A new hold writes no record: with nothing held before, any hold of the
 -- owner's comes from the abandoned acquire (or is a grant it will not
 -- take), and goes.
@@ -25,7 +27,6 @@ remember(KEYS[3], ARGV[2], 'x', ARGV[3])
 if not applied then
   return 0
 end
-local now = server_ms()
 rw_expire(key, ok, now)
 if beforeR == 0 and beforeW == 0 then
   rw_drop(key, ok, tok)
@@ -41,5 +42,5 @@ else
   end
 end
 rw_fit(key, ok, now)
-rw_handoff(ARGV[4], now, kind == 'w')
+rw_handoff(now, kind == 'w')
 return 1

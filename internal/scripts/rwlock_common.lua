@@ -1,7 +1,8 @@
 -- rwlock_common: what the read/write-lock scripts share, prepended after
 -- record.lua, clock.lua and queue.lua.
 --
--- The lock is a hash and a sorted set under its hash tag:
+-- The lock is a hash and, while it has several owners, a sorted set under
+-- its hash tag:
 --   hash key   "writer"   -> the token of the owner holding the write lock
 --                            (only while one does)
 --              "<tok>:r"  -> that owner's read hold count
@@ -13,10 +14,39 @@
 --              an owner's holds count only while this lies in the future,
 --              so a crashed reader's share expires on its own.
 -- Both keys live as long as the longest hold (their TTL follows the
--- largest expiry) and go with the last hold. The queue (queue.lua) holds
+-- largest expiry) and go with the last hold. A lock taken while free and
+-- unwaited (the uncontended case) is "solo": the hash alone, its one
+-- owner's holds expiring with it (its TTL is their lease), so that a
+-- cycle costs no sorted set and no clock. The scripts that find it solo
+-- on their slow path make it shared first (rw_shared); queries read
+-- either. The queue (queue.lua) holds
 -- the waiting writers, served in arrival order. Every call does O(log n)
 -- work in the number n of owners: expired owners are found by score, the
 -- longest hold by rank, and each expired owner is dropped once.
+
+-- rw_solo returns the token of the owner of a hash's fields f (HGETALL),
+-- or nil: the token of its first "<tok>:r" or "<tok>:w" field (a solo
+-- lock has one owner).
+local function rw_solo(f)
+  for i = 1, #f, 2 do
+    local tok = string.match(f[i], '^([^:|]*):[rw]$')
+    if tok then return tok end
+  end
+  return nil
+end
+
+-- rw_shared makes a solo lock (a hash with a TTL and no owners) shared:
+-- its owner's expiry, the hash's, goes into owners, where the slow paths
+-- of the scripts below look for it.
+local function rw_shared(key, ok, now)
+  local pttl = redis.call('PTTL', key)
+  if pttl <= 0 or redis.call('EXISTS', ok) == 1 then return end
+  local tok = rw_solo(redis.call('HGETALL', key))
+  if tok then
+    redis.call('ZADD', ok, now + pttl, tok)
+    redis.call('PEXPIRE', ok, pttl)
+  end
+end
 
 -- rw_expire drops the holds of owners whose expiry has passed.
 local function rw_expire(key, ok, now)
@@ -60,18 +90,22 @@ local function rw_drop(key, ok, tok)
   end
 end
 
--- Every read/write-lock script that changes the lock takes these KEYS:
+-- Every read/write-lock script that changes the lock takes these KEYS
+-- (the hot ones build KEYS[2...] from KEYS[1]: see scripts.deriving):
 -- 1 lock hash, 2 fencing counter, 3 request record of the caller, 4 owners,
 -- 5 queue of waiting writers, 6 their deadlines, 7 the readers-waiting
 -- marker (a string with a TTL, set by a blocking read that was refused).
+-- The lock's channel is its hash's key.
 
--- rw_handoff admits whom the lock can admit now: with no hold left, the
--- longest-waiting live writer is granted the write lock (with its claim
--- lease) and told on the lock's channel; otherwise, if wake_readers, no
--- writer waits and some reader does (the marker), the readers are woken.
--- Nobody else is woken, and with nobody waiting nothing is published.
-local function rw_handoff(channel, now, wake_readers)
+-- rw_handoff admits whom the lock can admit now (after rw_shared): with
+-- no hold left, the longest-waiting live writer is granted the write lock
+-- (with its claim lease) and told on the lock's channel; otherwise, if
+-- wake_readers, no writer waits and some reader does (the marker), the
+-- readers are woken. Nobody else is woken, and with nobody waiting nothing
+-- is published.
+local function rw_handoff(now, wake_readers)
   local key, fk, ok, qk, tk, rk = KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+  local channel = key
   local free = redis.call('EXISTS', ok) == 0
   if free then
     local tok, wait, claim, fencing, meta = q_grant(qk, tk, now)
@@ -81,7 +115,7 @@ local function rw_handoff(channel, now, wake_readers)
         fence = redis.call('INCR', fk)
         redis.call('HSET', key, 'fence', fence)
       end
-      redis.call('HSET', key, 'writer', tok, tok .. ':w', 1)
+      redis.call('HSET', key, 'writer', tok, tok .. ':w', '1')
       set_meta(key, tok, meta)
       redis.call('ZADD', ok, now + claim, tok)
       redis.call('PEXPIRE', key, claim)

@@ -9,8 +9,12 @@
 -- passed, even if its fields are still there.
 local tok = ARGV[1]
 local e = redis.call('ZSCORE', KEYS[2], tok)
-if not e or tonumber(e) <= server_ms() then
+if e then
+  if tonumber(e) <= server_ms() then return {0, 0} end
+elseif redis.call('EXISTS', KEYS[2]) == 1 then
   return {0, 0}
 end
+-- A live owner's, or a solo lock's (no owners: its holds live as long as
+-- the hash, see rwlock_common.lua).
 local f = redis.call('HMGET', KEYS[1], tok .. ':r', tok .. ':w')
 return {tonumber(f[1] or 0), tonumber(f[2] or 0)}

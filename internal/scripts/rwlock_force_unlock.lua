@@ -7,7 +7,7 @@
 --
 -- KEYS[1..7] as rwlock_acquire.lua, but KEYS[3] is this request's record
 --         (see force.lua)
--- ARGV[1] the lock's channel
+-- ARGV[1] the lock's channel (unused: it is KEYS[1])
 -- ARGV[2] record TTL in milliseconds (> 0)
 -- ARGV[3...] "*" (whatever the holders), or the tokens of the holders
 --         expected: the owners whose read or write holds have not expired
@@ -19,6 +19,7 @@ local key, ok, rk, ttl = KEYS[1], KEYS[4], KEYS[3], ARGV[2]
 local done = force_replayed(rk)
 if done then return done end
 local now = server_ms()
+rw_shared(key, ok, now)
 local want, n = force_owners(3)
 if want then
   local holders = {}
@@ -30,6 +31,6 @@ if want then
   if r then return force_done(rk, r, ttl) end
 end
 local deleted = redis.call('DEL', key, ok)
-rw_handoff(ARGV[1], now, true)
+rw_handoff(now, true)
 if deleted > 0 then return force_done(rk, 1, ttl) end
 return force_done(rk, 0, ttl)

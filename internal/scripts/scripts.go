@@ -50,16 +50,25 @@ func define(name string, uses ...string) *Script { return deriving(name, "", use
 
 // deriving is define for a script whose caller passes only the lock's
 // main key (and, on a Cluster, the never-created key of its slot): keys
-// names the keys the script's body reads as KEYS[2], KEYS[3]..., each the
-// main key with a suffix ("" for none), the owner's request record
-// ":r:<token>" with the token of ARGV[1]. They share the main key's {hash
-// tag}, so its slot: Redis lets a script (and a function) reach keys of
-// the slot of its declared keys, and every parameter costs a call about
-// as much as a command inside it. (On a Cluster the slot's declared
-// never-created key still makes a migrating slot refuse the script before
-// it runs.)
+// names the keys that the script's body reads as KEYS[2], KEYS[3]...,
+// comma-separated, each the main key with a suffix, or ":r:<n>" for the
+// record of the request whose id is ARGV[n] (see RequestRecord). They
+// share the main key's {hash tag}, so its slot: Redis lets a script (and a
+// function) reach the keys of its declared keys' slot, and every parameter
+// costs a call about as much as a command inside it. (On a Cluster the
+// slot's declared never-created key still makes a migrating slot refuse
+// the script before it runs.) The body's line "-- @keys" is where they
+// are built (after a fast path that needs few of them), else its top.
 func deriving(name, keys string, uses ...string) *Script {
-	s := &Script{name: name, body: derive(keys) + file(name), uses: uses}
+	body := file(name)
+	if keys != "" {
+		if strings.Contains(body, keysMarker) {
+			body = strings.Replace(body, keysMarker, derive(keys), 1)
+		} else {
+			body = derive(keys) + body
+		}
+	}
+	s := &Script{name: name, body: body, uses: uses}
 	src := prelude(uses, s.body) + s.body
 	s.eval, s.twin = redis.NewScript(src), redis.NewScript(src)
 	if strings.Contains(src, publishCall) {
@@ -69,17 +78,17 @@ func deriving(name, keys string, uses ...string) *Script {
 	return s
 }
 
-// derive returns the prologue that sets KEYS[2], KEYS[3]... to the keys
-// named by suffixes, a comma-separated list (see deriving).
+// keysMarker is the line of a script's body where deriving builds its keys.
+const keysMarker = "-- @keys\n"
+
+// derive returns the statement that sets KEYS[2], KEYS[3]... to the keys
+// named by suffixes (see deriving).
 func derive(suffixes string) string {
-	if suffixes == "" {
-		return ""
-	}
 	var lhs, rhs []string
 	for i, suf := range strings.Split(suffixes, ",") {
 		lhs = append(lhs, "KEYS["+strconv.Itoa(i+2)+"]")
-		if suf == ":r:" {
-			rhs = append(rhs, "KEYS[1] .. ':r:' .. ARGV[1]")
+		if n, ok := strings.CutPrefix(suf, ":r:"); ok {
+			rhs = append(rhs, "KEYS[1] .. ':r:' .. ARGV[1] .. ':' .. ARGV["+n+"]")
 		} else {
 			rhs = append(rhs, "KEYS[1] .. '"+suf+"'")
 		}
@@ -88,11 +97,21 @@ func derive(suffixes string) string {
 		strings.Join(lhs, ", ") + " = " + strings.Join(rhs, ", ") + "\n"
 }
 
-// The keys that the hot scripts of each lock type build (see deriving).
+// RequestRecord is the key of the request record of request id of owner
+// tok, for the lock whose main key is lock: the scripts of the lock types
+// keep one record per request (see record.lua), which the owner deletes
+// once it has the reply (see core.Sweeper).
+func RequestRecord(lock, tok, id string) string { return lock + ":r:" + tok + ":" + id }
+
+// The keys that the hot scripts of each lock type build (see deriving),
+// with the request id in ARGV[n] (":r:n").
 const (
-	exclusiveKeys = ":fence,:r:,:queue,:timeouts"                  // KEYS[2..5]
-	rwKeys        = ":fence,:r:,:owners,:queue,:timeouts,:readers" // KEYS[2..7]
-	semKeys       = ":r:,:owners,:queue,:timeouts"                 // KEYS[2..5]
+	exclusiveKeys = ":fence,:r:3,:queue,:timeouts"                  // KEYS[2..5] of an acquire
+	exclusiveRel  = ":fence,:r:2,:queue,:timeouts"                  // of a release, abort or leave
+	rwKeys        = ":fence,:r:3,:owners,:queue,:timeouts,:readers" // KEYS[2..7] of an acquire
+	rwRel         = ":fence,:r:2,:owners,:queue,:timeouts,:readers"
+	semKeys       = ":r:3,:owners,:queue,:timeouts" // KEYS[2..5] of an acquire
+	semRel        = ":r:2,:owners,:queue,:timeouts"
 )
 
 // all is every script, in the order defined, for the library.
@@ -218,17 +237,17 @@ func prelude(uses []string, body string) string {
 // head of its queue (fair_common.lua).
 var (
 	MutexAcquire     = deriving("mutex_acquire", exclusiveKeys, record, clock, queue, handoff)
-	MutexRelease     = deriving("mutex_release", exclusiveKeys, record, clock, queue, handoff)
-	MutexAbort       = deriving("mutex_abort", exclusiveKeys, record, clock, queue, handoff)
-	MutexLeave       = deriving("mutex_leave", exclusiveKeys, record, clock, queue, handoff)
+	MutexRelease     = define("mutex_release", record, clock, queue, handoff)
+	MutexAbort       = deriving("mutex_abort", exclusiveRel, record, clock, queue, handoff)
+	MutexLeave       = deriving("mutex_leave", exclusiveRel, record, clock, queue, handoff)
 	ReentrantAcquire = deriving("reentrant_acquire", exclusiveKeys, record, clock, queue, handoff)
-	ReentrantRelease = deriving("reentrant_release", exclusiveKeys, record, clock, queue, handoff)
-	ReentrantAbort   = deriving("reentrant_abort", exclusiveKeys, record, clock, queue, handoff)
-	ReentrantLeave   = deriving("reentrant_leave", exclusiveKeys, record, clock, queue, handoff)
+	ReentrantRelease = define("reentrant_release", record, clock, queue, handoff)
+	ReentrantAbort   = deriving("reentrant_abort", exclusiveRel, record, clock, queue, handoff)
+	ReentrantLeave   = deriving("reentrant_leave", exclusiveRel, record, clock, queue, handoff)
 	FairAcquire      = deriving("fair_acquire", exclusiveKeys, record, clock, queue, fairHelp)
-	FairRelease      = deriving("fair_release", exclusiveKeys, record, clock, queue, fairHelp)
-	FairAbort        = deriving("fair_abort", exclusiveKeys, record, clock, queue, fairHelp)
-	FairLeave        = deriving("fair_leave", exclusiveKeys, record, clock, queue, fairHelp)
+	FairRelease      = define("fair_release", record, clock, queue, fairHelp)
+	FairAbort        = deriving("fair_abort", exclusiveRel, record, clock, queue, fairHelp)
+	FairLeave        = deriving("fair_leave", exclusiveRel, record, clock, queue, fairHelp)
 	// ForceUnlock is the force-unlock of a mutex and a reentrant lock;
 	// FairForceUnlock wakes the fair queue's head, not the lock's channel.
 	ForceUnlock     = define("force_unlock", force)
@@ -245,9 +264,9 @@ var (
 // The read/write-lock scripts.
 var (
 	RWAcquire     = deriving("rwlock_acquire", rwKeys, record, clock, queue, rwHelp)
-	RWRelease     = deriving("rwlock_release", rwKeys, record, clock, queue, rwHelp)
-	RWAbort       = deriving("rwlock_abort", rwKeys, record, clock, queue, rwHelp)
-	RWLeave       = deriving("rwlock_leave", rwKeys, record, clock, queue, rwHelp)
+	RWRelease     = deriving("rwlock_release", rwRel, record, clock, queue, rwHelp)
+	RWAbort       = deriving("rwlock_abort", rwRel, record, clock, queue, rwHelp)
+	RWLeave       = deriving("rwlock_leave", rwRel, record, clock, queue, rwHelp)
 	RWCount       = define("rwlock_count", clock)
 	RWForceUnlock = define("rwlock_force_unlock", record, clock, queue, rwHelp, force)
 )
@@ -255,9 +274,9 @@ var (
 // The semaphore scripts.
 var (
 	SemAcquire      = deriving("semaphore_acquire", semKeys, record, clock, queue, semHelp)
-	SemRelease      = deriving("semaphore_release", semKeys, record, clock, queue, semHelp)
-	SemAbort        = deriving("semaphore_abort", semKeys, record, clock, queue, semHelp)
-	SemLeave        = deriving("semaphore_leave", semKeys, record, clock, queue, semHelp)
+	SemRelease      = deriving("semaphore_release", semRel, record, clock, queue, semHelp)
+	SemAbort        = deriving("semaphore_abort", semRel, record, clock, queue, semHelp)
+	SemLeave        = deriving("semaphore_leave", semRel, record, clock, queue, semHelp)
 	SemAvailable    = define("semaphore_available", record, clock, queue, semHelp)
 	SemForceRelease = define("semaphore_force_release", record, clock, queue, semHelp, force)
 )

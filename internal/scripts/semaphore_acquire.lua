@@ -2,27 +2,23 @@
 -- semaphore_common.lua for its data). (record.lua, clock.lua, queue.lua
 -- and semaphore_common.lua are prepended.)
 --
--- KEYS[1] semaphore hash
--- KEYS[2] request record of this owner (string "reqid|result", with a TTL)
--- KEYS[3] owners (sorted set owner -> expiry)
--- KEYS[4] queue of waiters (see queue.lua)
--- KEYS[5] waiters' deadlines
+-- KEYS[1] semaphore hash (its channel too); the script builds the
+--         others (scripts.deriving): KEYS[2] this request's record,
+--         KEYS[3] owners (sorted set owner -> expiry), KEYS[4] queue of
+--         waiters (see queue.lua), KEYS[5] waiters' deadlines
 -- ARGV[1] owner token
 -- ARGV[2] lease in milliseconds (> 0)
 -- ARGV[3] request id (unique per owner)
 -- ARGV[4] permits this owner believes it holds
 -- ARGV[5] n, the permits asked for (1 <= n <= capacity)
 -- ARGV[6] capacity, as this handle was made with
--- ARGV[7] record TTL in milliseconds (> 0)
--- ARGV[8] "1" when the caller waits if refused (it then joins the queue),
---         "0" for a single try (never joins it)
--- ARGV[9] heartbeat timeout of a waiter, in milliseconds
--- ARGV[10] the caller's wait id ("" for a single try)
--- ARGV[11] claim lease of a grant to this caller, in milliseconds
--- ARGV[12] the semaphore's channel (grants are pushed there)
--- ARGV[13] the owner's metadata ('' or absent: none)
+-- ARGV[7] what a refused attempt needs (see q_args): whether it waits
+--         (it then joins the queue), its heartbeat, wait id, claim lease
+--         and record TTL
+-- ARGV[8] optional: the owner's metadata (absent or '': none)
 --
--- Reply: {1, 0}   acquired,
+-- Reply: {1, 0}   acquired ({1, 0, 1}: and this request's record was
+--                 written, see core.Sweeper),
 --        {0, ms, us} refused: try again once ms have passed (until the
 --                 earliest holder lapses, 0: at once), or on a grant (us:
 --                 the server's time, see q_push),
@@ -38,30 +34,35 @@
 -- whose push it missed (taken as this request when it is at least n) or
 -- left over from an acquire it could not undo (given back). Idempotent:
 -- a resent request finds its record and answers as the first run did.
-local done = replayed(KEYS[2], ARGV[3])
-if done == 'x' then return {0, -3} end
-if done then return {1, 0} end
-
-local key, ok, qk, tk, tok = KEYS[1], KEYS[3], KEYS[4], KEYS[5], ARGV[1]
-local lease, have, n = tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local channel = ARGV[12]
-local meta = ARGV[13]
-if have == 0 and redis.call('EXISTS', ok) == 0 and redis.call('EXISTS', qk) == 0 then
-  -- Nobody holds permits or waits: granted at once, and the capacity is
-  -- this handle's (none is stored while nobody holds). It writes no
-  -- record: a resend finds the permits this owner holds beyond what it
-  -- counts and takes them, and the abort of a new hold gives back any
-  -- permits of the owner's.
-  local now = server_ms()
-  redis.call('HSET', key, 'permits', ARGV[6], 'used', n, tok, n)
-  set_meta(key, tok, meta)
-  redis.call('ZADD', ok, now + lease, tok)
-  redis.call('PEXPIRE', key, lease)
-  redis.call('PEXPIRE', ok, lease)
+local key, tok = KEYS[1], ARGV[1]
+if ARGV[4] == '0' and
+    redis.call('EXISTS', key, key .. ':owners', key .. ':queue', key .. ':r:' .. tok .. ':' .. ARGV[3]) == 0 then
+  -- Nobody holds permits or waits, and this request was not aborted:
+  -- granted at once, solo (see semaphore_common.lua), with this handle's
+  -- capacity (none is stored while nobody holds). It writes no record: a
+  -- resend finds the permits this owner holds beyond what it counts and
+  -- takes them, and the abort of a new hold gives back any permits of the
+  -- owner's.
+  if not ARGV[8] or ARGV[8] == '' then
+    redis.call('HSET', key, 'permits', ARGV[6], 'used', ARGV[5], tok, ARGV[5])
+  else
+    redis.call('HSET', key, 'permits', ARGV[6], 'used', ARGV[5], tok, ARGV[5], tok .. '|m', ARGV[8])
+  end
+  redis.call('PEXPIRE', key, ARGV[2])
   return {1, 0}
 end
-local mine = q_entry(tok, ARGV[10], ARGV[11], ARGV[5], meta)
+-- @keys
+local done = replayed(KEYS[2], ARGV[3])
+if done == 'x' then return {0, -3} end
+if done then return {1, 0, 1} end
+
+local ok, qk, tk = KEYS[3], KEYS[4], KEYS[5]
+local lease, have, n = tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local meta = ARGV[8] or ''
+local block, hb, wait, claim, rttl = q_args(ARGV[7])
+local mine = q_entry(tok, wait, claim, ARGV[5], meta)
 local now = server_ms()
+sem_shared(key, ok, now)
 sem_expire(key, ok, now)
 local cap, mismatch = sem_capacity(key, tonumber(ARGV[6]))
 if mismatch then
@@ -76,33 +77,33 @@ if c > have then
   if c - have >= n then
     -- A grant to this caller (or a hold this owner lost track of): taken
     -- as this request, with the full lease; the rest is given back.
-    sem_set(key, ok, tok, c, have + n, meta)
     sem_live(key, ok, tok, cap, now + lease, now)
+    sem_set(key, ok, tok, c, have + n, meta)
     q_remove(qk, tk, mine)
-    sem_admit(key, ok, qk, tk, channel, cap, now, false)
+    sem_admit(key, ok, qk, tk, key, cap, now, false)
     sem_fit(key, ok, now)
-    remember(KEYS[2], ARGV[3], 0, ARGV[7])
-    return {1, 0}
+    remember(KEYS[2], ARGV[3], 0, rttl)
+    return {1, 0, 1}
   end
   sem_set(key, ok, tok, c, have)
 end
 
-local head = sem_admit(key, ok, qk, tk, channel, cap, now, mine)
+local head = sem_admit(key, ok, qk, tk, key, cap, now, mine)
 if n <= cap - sem_used(key) and (not head or head == mine) then
-  sem_set(key, ok, tok, have, have + n, meta)
   sem_live(key, ok, tok, cap, now + lease, now)
+  sem_set(key, ok, tok, have, have + n, meta)
   if head then
     q_remove(qk, tk, mine)
     -- The waiters behind may fit in what is left.
-    sem_admit(key, ok, qk, tk, channel, cap, now, false)
+    sem_admit(key, ok, qk, tk, key, cap, now, false)
   end
   sem_fit(key, ok, now)
-  remember(KEYS[2], ARGV[3], 0, ARGV[7])
-  return {1, 0}
+  remember(KEYS[2], ARGV[3], 0, rttl)
+  return {1, 0, 1}
 end
 
-if ARGV[8] == '1' then
-  q_join(qk, tk, mine, now, tonumber(ARGV[9]))
+if block then
+  q_join(qk, tk, mine, now, hb)
 end
 sem_fit(key, ok, now)
 return {0, sem_refused(ok, now), server_us()}

@@ -14,6 +14,7 @@
 -- semaphore is in use with capacity c, not ARGV[1].
 local key, ok = KEYS[1], KEYS[2]
 local now = server_ms()
+sem_shared(key, ok, now)
 sem_expire(key, ok, now)
 local cap, mismatch = sem_capacity(key, tonumber(ARGV[1]))
 if mismatch then

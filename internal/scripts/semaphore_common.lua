@@ -1,7 +1,8 @@
 -- semaphore_common: what the semaphore scripts share, prepended after
 -- record.lua, clock.lua and queue.lua.
 --
--- A semaphore is a hash and a sorted set under its hash tag:
+-- A semaphore is a hash and, while it has several holders, a sorted set
+-- under its hash tag:
 --   hash key   "permits" -> the capacity (set by the handles that use it)
 --              "used"    -> permits held in all (the sum of the counts)
 --              "<tok>"   -> the permits owner tok holds
@@ -12,6 +13,11 @@
 --              future, so a crashed holder's permits come back on their own.
 -- Both keys live as long as the longest hold (their TTL follows the
 -- largest expiry) and go with the last holder, the capacity with them.
+-- Permits taken while nobody held or waited (the uncontended case) are
+-- "solo": the hash alone, its one holder's permits lapsing with it (its
+-- TTL is their lease), as a read/write lock's (see rwlock_common.lua);
+-- the scripts that find it solo on their slow path make it shared first
+-- (sem_shared). The semaphore's channel is its hash's key.
 --
 -- Waiters queue in queue.lua's queue, in arrival order; a semaphore's
 -- entry carries in its last field (fencing for a lock: semaphores have no
@@ -22,6 +28,28 @@
 -- many permits is never overtaken by later waiters for few). Every call
 -- does O(log n) work per owner that lapsed or waiter it serves, each
 -- once: nothing scans the hash or the queue.
+
+-- sem_solo returns the token of the holder of a hash's fields f (HGETALL),
+-- or nil: its first field that is not "permits", "used" or metadata.
+local function sem_solo(f)
+  for i = 1, #f, 2 do
+    local k = f[i]
+    if k ~= 'permits' and k ~= 'used' and not string.find(k, '|', 1, true) then return k end
+  end
+  return nil
+end
+
+-- sem_shared makes a solo semaphore (a hash with a TTL and no owners)
+-- shared: its holder's expiry, the hash's, goes into owners.
+local function sem_shared(key, ok, now)
+  local pttl = redis.call('PTTL', key)
+  if pttl <= 0 or redis.call('EXISTS', ok) == 1 then return end
+  local tok = sem_solo(redis.call('HGETALL', key))
+  if tok then
+    redis.call('ZADD', ok, now + pttl, tok)
+    redis.call('PEXPIRE', ok, pttl)
+  end
+end
 
 -- sem_fit sets both keys' TTL to the longest live hold, or deletes both
 -- when no hold is left (after sem_expire: every expiry left is future).
@@ -78,15 +106,22 @@ local function sem_set(key, ok, tok, have, c, meta)
 end
 
 -- sem_live makes owner tok's permits last at least until (server ms), and
--- both keys at least as long, and records the capacity.
+-- both keys at least as long, and records the capacity. A grant calls it
+-- before sem_set: it first makes both keys outlive the hold, so that a key
+-- about to expire does not take what is written next with it (miniredis's
+-- clock runs on during a script, and expires keys; Redis's stands still),
+-- then again for a key that its writes created.
 local function sem_live(key, ok, tok, cap, untilms, now)
+  local ms = untilms - now
+  extend(key, ms)
+  extend(ok, ms)
   local e = redis.call('ZSCORE', ok, tok)
   if not e or tonumber(e) < untilms then
     redis.call('ZADD', ok, untilms, tok)
   end
   redis.call('HSET', key, 'permits', cap)
-  extend(key, untilms - now)
-  extend(ok, untilms - now)
+  extend(key, ms)
+  extend(ok, ms)
 end
 
 -- sem_capacity returns the stored capacity, or mine when none is stored
@@ -118,8 +153,8 @@ local function sem_admit(key, ok, qk, tk, channel, cap, now, stop, lost)
     else
       q_remove(qk, tk, e)
       local have = sem_count(key, tok)
-      sem_set(key, ok, tok, have, have + n, meta)
       sem_live(key, ok, tok, cap, now + claim, now)
+      sem_set(key, ok, tok, have, have + n, meta)
       q_push(channel, wait, 0)
     end
   end

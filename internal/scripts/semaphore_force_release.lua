@@ -30,6 +30,7 @@ if mismatch then
   return force_refuse(rk, 'RELOCK_CAPACITY ' .. cap, ttl)
 end
 local now = server_ms()
+sem_shared(key, ok, now)
 local want, n = force_owners(4)
 if want then
   local holders = {}

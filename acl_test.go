@@ -26,14 +26,16 @@ import (
 	"github.com/relock-go/relock/semaphore"
 )
 
-// TestACLLine: the README states the ACL line that the lock packages'
-// TestACL suites run under (redistest.ACLRules), word for word, on a line
-// of its own.
+// TestACLLine: the operations guide (docs/operations.md, "ACL: the rights
+// relock needs") states the ACL line that the lock packages' TestACL
+// suites run under (redistest.ACLRules), word for word, on a line of its
+// own, and the Cluster's and the relock command's extra rules likewise.
 func TestACLLine(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
+	const page = "docs/operations.md"
+	doc, err := os.ReadFile(filepath.FromSlash(page))
 	require.NoError(t, err)
 	lines := map[string]bool{}
-	for _, l := range strings.Split(string(readme), "\n") {
+	for _, l := range strings.Split(string(doc), "\n") {
 		lines[l] = true
 	}
 	for _, want := range []string{
@@ -41,14 +43,15 @@ func TestACLLine(t *testing.T) {
 		"ACL SETUSER " + redistest.ACLUser + " " + redistest.ACLOperatorRules, // the relock command's extra rules
 		"ACL SETUSER " + redistest.ACLUser + " " + redistest.ACLClusterRules,  // a Cluster's extra rules
 	} {
-		assert.True(t, lines[want], "the README has no line\n%s", want)
+		assert.True(t, lines[want], "%s has no line\n%s", page, want)
 	}
 }
 
 // TestACLRulesCoverScripts: every command a script calls is allowed by
 // the ACL rules, and every command the rules allow is one that a script
 // calls or that relock or go-redis sends itself (as ACLRules lists them),
-// so that a new script command cannot be forgotten in the README's line.
+// so that a new script command cannot be forgotten in the documented line
+// (docs/operations.md).
 func TestACLRulesCoverScripts(t *testing.T) {
 	allowed := map[string]bool{}
 	for _, f := range strings.Fields(redistest.ACLRules) {

@@ -43,7 +43,7 @@ func TestFunctions(t *testing.T) {
 }
 
 // TestFunctionsRefused: an ACL user without +fcall and +function|load (the
-// README's rules before relock used functions) still gets every call done,
+// documented rules before relock used functions) still gets every call done,
 // as scripts: the one refusal of FCALL turns functions off for the Client.
 func TestFunctionsRefused(t *testing.T) {
 	redistest.RunReal(t, func(t *testing.T, s *redistest.Server) {

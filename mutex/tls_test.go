@@ -68,9 +68,9 @@ func TestTLS(t *testing.T) {
 			})
 		})
 		t.Run("URL", func(t *testing.T) {
-			// As the README shows: options from a rediss:// URL (TLS,
-			// verifying the server's certificate against the system's
-			// CAs), with the private CA added; and with credentials, as
+			// As docs/operations.md shows: options from a rediss:// URL
+			// (TLS, verifying the server's certificate against the
+			// system's CAs), with the private CA added; and with credentials, as
 			// the user with exactly the documented ACL rules.
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()

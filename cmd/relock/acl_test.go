@@ -11,9 +11,9 @@ import (
 )
 
 // TestACLOperator: the command lists, inspects and force-unlocks locks of
-// every type as a Redis user with the library's ACL rules and the one the
-// README adds for the command (redistest.ACLOperatorRules), and Redis
-// refuses it nothing; with the library's rules alone, list (SCAN) is
+// every type as a Redis user with the library's ACL rules and the one
+// that docs/operations.md adds for the command
+// (redistest.ACLOperatorRules), and Redis refuses it nothing; with the library's rules alone, list (SCAN) is
 // refused, while inspect and run are refused nothing.
 func TestACLOperator(t *testing.T) {
 	redistest.RunReal(t, func(t *testing.T, s *redistest.Server) {

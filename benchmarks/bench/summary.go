@@ -19,6 +19,15 @@ type summaryRow struct {
 	cycle, many, handoff, busy, cost, costRead *Result
 }
 
+// summaryColumn is a column of the summary: its name, the result of a row
+// it shows, the figure it shows of it, and the line that explains it.
+type summaryColumn struct {
+	name    string
+	of      func(*summaryRow) *Result
+	cell    func(*Result) (string, bool)
+	explain string
+}
+
 // busyContenders is the contention measurement the summary's BUSY LOCK
 // column shows: that many owners, or else the most measured.
 const busyContenders = 16
@@ -211,43 +220,51 @@ func (r *Report) writeSummary(b *strings.Builder) {
 		b.WriteString("\nNothing was measured that the summary shows: see -full.\n")
 		return
 	}
-	hasCost := slices.ContainsFunc(rows, func(row *summaryRow) bool { return row.cost != nil })
+	// The columns of what was measured, each with the line that explains it.
+	columns := []summaryColumn{
+		{"CYCLE", func(row *summaryRow) *Result { return row.cycle }, cycleRatio,
+			"one owner locks and unlocks a free lock: its time (median) over SET NX PX + DEL's."},
+		{"MANY LOCKS", func(row *summaryRow) *Result { return row.many }, manyRatio,
+			fmt.Sprintf("%d goroutines lock and unlock names drawn at random from %s, a new handle each time: "+
+				"the time per cycle over the same goroutines doing SET NX PX + DEL.", m.LockWorkers, group(int64(m.LockNames)))},
+		{"HAND-OFF", func(row *summaryRow) *Result { return row.handoff }, handoffRatio,
+			"the holder unlocks while another process waits for the lock: the time until the waiter holds it " +
+				"(median), over a hand-off done with plain commands (PUBLISH to wake the waiter, then its SET NX PX)."},
+		{"BUSY LOCK", func(row *summaryRow) *Result { return row.busy }, busyCell,
+			fmt.Sprintf("%s take turns holding one lock for %v each: the share of the time it was held "+
+				"(100%%: no time lost between one holder and the next).", busyOwners(rows), m.Hold)},
+		{"REDIS CPU", func(row *summaryRow) *Result { return row.cost }, costRatio,
+			"the CPU time the Redis server spends on one uncontended cycle (median), over its CPU time for SET NX PX + DEL."},
+	}
+	columns = slices.DeleteFunc(columns, func(c summaryColumn) bool {
+		return !slices.ContainsFunc(rows, func(row *summaryRow) bool { return c.of(row) != nil })
+	})
+	hasCost := slices.ContainsFunc(rows, func(row *summaryRow) bool { return row.cost != nil && row.cost.Skipped == "" })
+	higher := ""
+	if slices.ContainsFunc(rows, func(row *summaryRow) bool { return row.busy != nil }) {
+		higher = " (BUSY LOCK: higher is better)"
+	}
 	b.WriteString("\n" + wrap("Each figure compares a lock with plain Redis commands doing the same job, "+
-		"measured in the same run: 1.00x is as fast as plain Redis, lower is better (BUSY LOCK: higher is better).",
-		0, summaryWidth) + "\n")
+		"measured in the same run: 1.00x is as fast as plain Redis, lower is better"+higher+".", 0, summaryWidth) + "\n")
 
 	t := &table{right: []bool{false, true, true, true, true, true}}
-	headers := []string{"LOCK", "CYCLE", "MANY LOCKS", "HAND-OFF", "BUSY LOCK"}
-	if hasCost {
-		headers = append(headers, "REDIS CPU")
+	headers := []string{"LOCK"}
+	for _, c := range columns {
+		headers = append(headers, c.name)
 	}
 	t.add(headers...)
 	for _, row := range rows {
-		cells := []string{row.kind, cell(row.cycle, cycleRatio), cell(row.many, manyRatio),
-			cell(row.handoff, handoffRatio), cell(row.busy, busyCell)}
-		if hasCost {
-			cells = append(cells, cell(row.cost, costRatio))
+		cells := []string{row.kind}
+		for _, c := range columns {
+			cells = append(cells, cell(c.of(row), c.cell))
 		}
 		t.add(cells...).detail = row.details()
 	}
 	t.writeWidth(b, 4, summaryWidth)
 
 	b.WriteString("\n")
-	legend := [][2]string{
-		{"CYCLE", "one owner locks and unlocks a free lock: its time (median) over SET NX PX + DEL's."},
-		{"MANY LOCKS", fmt.Sprintf("%d goroutines lock and unlock names drawn at random from %s, a new handle each time: "+
-			"the time per cycle over the same goroutines doing SET NX PX + DEL.", m.LockWorkers, group(int64(m.LockNames)))},
-		{"HAND-OFF", "the holder unlocks while another process waits for the lock: the time until the waiter holds it " +
-			"(median), over a hand-off done with plain commands (PUBLISH to wake the waiter, then its SET NX PX)."},
-		{"BUSY LOCK", fmt.Sprintf("%s take turns holding one lock for %v each: the share of the time it was held "+
-			"(100%%: no time lost between one holder and the next).", busyOwners(rows), m.Hold)},
-	}
-	if hasCost {
-		legend = append(legend, [2]string{"REDIS CPU", "the CPU time the Redis server spends on one uncontended cycle " +
-			"(median), over its CPU time for SET NX PX + DEL."})
-	}
-	for _, l := range legend {
-		b.WriteString(wrapPrefix(fmt.Sprintf("%-12s", l[0]), l[1], 12, summaryWidth))
+	for _, c := range columns {
+		b.WriteString(wrapPrefix(fmt.Sprintf("%-12s", c.name), c.explain, 12, summaryWidth))
 	}
 	if slices.ContainsFunc(rows, func(row *summaryRow) bool {
 		return slices.ContainsFunc([]*Result{row.cycle, row.many, row.handoff, row.busy, row.cost}, func(res *Result) bool {

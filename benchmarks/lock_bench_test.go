@@ -44,6 +44,18 @@ func server(b testing.TB) *bench.Server {
 	return srv
 }
 
+// kinds are relock's lock types that every scenario applies to (not those
+// measured for their server cost only).
+func kinds() []bench.Kind {
+	var out []bench.Kind
+	for _, k := range bench.RelockKinds() {
+		if len(k.Only) == 0 {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // short is a kind's name without the "relock/" prefix, for sub-benchmark
 // names such as kind=mutex.
 func short(k bench.Kind) string { return strings.TrimPrefix(k.Name, "relock/") }
@@ -62,7 +74,7 @@ func fail(b testing.TB, r bench.Result) {
 // wait for the lock.
 func BenchmarkLock(b *testing.B) {
 	srv := server(b)
-	for _, k := range bench.RelockKinds() {
+	for _, k := range kinds() {
 		for _, c := range []int{1, 4, 16} {
 			b.Run(fmt.Sprintf("kind=%s/clients=%d", short(k), c), func(b *testing.B) {
 				cfg := bench.Config{Server: srv, Ops: b.N, OnStart: b.ResetTimer}
@@ -83,7 +95,7 @@ func BenchmarkLock(b *testing.B) {
 // both, is not reported).
 func BenchmarkUncontended(b *testing.B) {
 	srv := server(b)
-	for _, k := range bench.RelockKinds() {
+	for _, k := range kinds() {
 		b.Run("kind="+short(k), func(b *testing.B) {
 			cfg := bench.Config{Server: srv, Ops: b.N, OnStart: b.ResetTimer}
 			r := bench.Uncontended(context.Background(), cfg, k)
@@ -102,7 +114,7 @@ func BenchmarkUncontended(b *testing.B) {
 // pushed floor (PUBLISH, receive, SET NX) under the same idle holds.
 func BenchmarkHandoff(b *testing.B) {
 	srv := server(b)
-	for _, k := range bench.RelockKinds() {
+	for _, k := range kinds() {
 		b.Run("kind="+short(k), func(b *testing.B) {
 			cfg := bench.Config{Server: srv, Ops: b.N, HandoffHold: 2 * time.Millisecond, OnStart: b.ResetTimer}
 			r := bench.Handoff(context.Background(), cfg, k)
@@ -123,7 +135,7 @@ func BenchmarkHandoff(b *testing.B) {
 // time from a release call to the next holder running.
 func BenchmarkHandoffContended(b *testing.B) {
 	srv := server(b)
-	for _, k := range bench.RelockKinds() {
+	for _, k := range kinds() {
 		b.Run(fmt.Sprintf("kind=%s/owners=16", short(k)), func(b *testing.B) {
 			cfg := bench.Config{Server: srv, Ops: b.N, ContendedOwners: 16, OnStart: b.ResetTimer}
 			r := bench.HandoffContended(context.Background(), cfg, k)
@@ -146,7 +158,7 @@ func BenchmarkHandoffContended(b *testing.B) {
 // would mix both, is not reported).
 func BenchmarkManyReaders(b *testing.B) {
 	srv := server(b)
-	for _, k := range bench.RelockKinds() {
+	for _, k := range kinds() {
 		if !k.Shared {
 			continue
 		}
@@ -180,7 +192,7 @@ func BenchmarkManyWaiters(b *testing.B) {
 	if !srv.Real() {
 		many = 100
 	}
-	for _, k := range bench.RelockKinds() {
+	for _, k := range kinds() {
 		if !k.Queue {
 			continue
 		}
@@ -209,7 +221,7 @@ func BenchmarkManyWaiters(b *testing.B) {
 // reported).
 func BenchmarkManyLocks(b *testing.B) {
 	srv := server(b)
-	for _, k := range bench.RelockKinds() {
+	for _, k := range kinds() {
 		b.Run(fmt.Sprintf("kind=%s/goroutines=64", short(k)), func(b *testing.B) {
 			cfg := bench.Config{Server: srv, Ops: b.N, LockWorkers: 64, LockNames: 100000, OnStart: b.ResetTimer}
 			r := bench.ManyLocks(context.Background(), cfg, k)
@@ -228,7 +240,7 @@ func BenchmarkManyLocks(b *testing.B) {
 // ns/op is the time per acquisition (read or write).
 func BenchmarkReadHeavy(b *testing.B) {
 	srv := server(b)
-	for _, k := range bench.RelockKinds() {
+	for _, k := range kinds() {
 		if !k.Shared && !k.Baseline {
 			continue
 		}

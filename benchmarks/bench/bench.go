@@ -6,7 +6,8 @@
 // per client) and returns a Conn, which makes one Locker (an owner, a
 // handle) per call to New. Adding a lock type is one such adapter; the
 // scenarios (Uncontended, Handoff, HandoffContended, Contention,
-// ReadHeavy, ManyReaders, ManyWaiters, ManyLocks, Watchdog, Memory) and
+// ReadHeavy, ManyReaders, ManyWaiters, ManyLocks, Watchdog, Memory,
+// ServerCost) and
 // the report (table, ratios, JSON, SVG) need no change.
 //
 // Every Redis command a Kind sends must go through the Counter given to
@@ -121,6 +122,10 @@ type Kind struct {
 	// measured on the cluster, and it is compared with the same lock type
 	// on the single server.
 	Cluster *Cluster
+	// Only, when set, lists the only scenarios the kind runs (a lock
+	// type measured for its server cost alone); the others are not
+	// planned for it at all.
+	Only []string
 	// Note is a short description shown in reports (options used).
 	Note string
 	// Open connects one process to srv. Every command it sends goes

@@ -20,6 +20,11 @@ import (
 // parses args, measures kinds, and writes the report to stdout (progress
 // and notes to stderr). It returns the exit status: 0, 1 on a usage or
 // setup error, 3 when some kind violated mutual exclusion.
+//
+// Without -scenarios, a run on the embedded miniredis is a short tour
+// (QuickScenarios, 16 contenders, QuickDuration per measurement, unless
+// -contenders or -duration say otherwise); a run on a real server
+// measures every scenario.
 func Main(name string, args []string, kinds []Kind, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -27,10 +32,10 @@ func Main(name string, args []string, kinds []Kind, stdout, stderr io.Writer) in
 		url         = fs.String("redis", "", "measure against the Redis server at this URL (redis://host:port); default: an embedded miniredis")
 		redlockURLs = fs.String("redlock", "", "comma-separated URLs (or host:port) of 3 or more independent servers: adds multi-master kinds (Redlock on 3 and 5 of them) to the uncontended and hand-off scenarios")
 		clusterURLs = fs.String("cluster", "", "comma-separated URLs (or host:port) of nodes of a Redis Cluster: adds relock's kinds on a go-redis ClusterClient (kind@cluster) to the uncontended and hand-off scenarios")
-		duration    = fs.Duration("duration", time.Second, "length of one measurement")
-		scenarios   = fs.String("scenarios", strings.Join(Scenarios, ","), "comma-separated scenarios to run")
+		duration    = fs.Duration("duration", time.Second, "length of one measurement (default "+QuickDuration.String()+" on the embedded miniredis without -scenarios)")
+		scenarios   = fs.String("scenarios", strings.Join(Scenarios, ","), "comma-separated scenarios to run, or all (default on the embedded miniredis: "+strings.Join(QuickScenarios, ",")+")")
 		kindList    = fs.String("kinds", "", "comma-separated kinds to run, by name or name prefix (default: all)")
-		contenders  = fs.String("contenders", "1,4,16,64", "comma-separated contender counts of the contention scenario")
+		contenders  = fs.String("contenders", "1,4,16,64", "comma-separated contender counts of the contention scenario (default 16 on the embedded miniredis without -scenarios)")
 		hold        = fs.Duration("hold", time.Millisecond, "critical section of the contention and read-heavy scenarios")
 		handoffHold = fs.Duration("handoff-hold", 5*time.Millisecond, "mean hold before release in the hand-off scenario (jittered ±50%)")
 		locks       = fs.Int("locks", 0, "locks held by the watchdog scenario (default 10000, 500 on miniredis)")
@@ -45,7 +50,9 @@ func Main(name string, args []string, kinds []Kind, stdout, stderr io.Writer) in
 		memWaiters  = fs.Int("memory-waiters", 1000, "queued waiters measured by the redis-memory scenario")
 		wdTimeout   = fs.Duration("watchdog-timeout", 3*time.Second, "lease kept by automatic renewal in the watchdog scenario")
 		base        = fs.String("base", KindMutex, "relock kind that peers are compared with")
-		jsonOut     = fs.Bool("json", false, "write the full results as JSON to stdout instead of the table")
+		full        = fs.Bool("full", false, "after the summary, every measurement: a table of every scenario and kind, and the ratios relock/peer")
+		targets     = fs.Bool("targets", false, "after the report, the project's performance targets, each met or MISSED with its figure")
+		jsonOut     = fs.Bool("json", false, "write the full results as JSON to stdout instead of the report")
 		jsonFile    = fs.String("json-file", "", "also write the full results as JSON to this file")
 		fromJSON    = fs.String("from-json", "", "measure nothing: report the results saved in this JSON file (-json, -json-file)")
 		svgFile     = fs.String("svg", "", "also write a bar chart to this SVG file")
@@ -68,6 +75,9 @@ func Main(name string, args []string, kinds []Kind, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, name+": "+format+"\n", a...)
 		return 1
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	out := output{json: *jsonOut, svgFile: *svgFile, jsonFile: *jsonFile, text: TextOptions{Full: *full, Targets: *targets}}
 
 	if *fromJSON != "" {
 		rep, err := readReport(*fromJSON)
@@ -75,7 +85,7 @@ func Main(name string, args []string, kinds []Kind, stdout, stderr io.Writer) in
 			return fail("%v", err)
 		}
 		Evaluate(rep.Results)
-		return writeReport(rep, *jsonOut, *svgFile, *jsonFile, stdout, fail)
+		return out.write(rep, stdout, fail)
 	}
 
 	var masters []*Server
@@ -98,9 +108,25 @@ func Main(name string, args []string, kinds []Kind, stdout, stderr io.Writer) in
 	if len(plan.Kinds) == 0 {
 		return fail("no kind matches -kinds %q", *kindList)
 	}
+	// The embedded miniredis is a short tour unless asked otherwise: its
+	// figures are not Redis figures, and the tour shows what the summary
+	// shows.
+	quick := *url == "" && !set["scenarios"]
+	if quick {
+		*scenarios = strings.Join(QuickScenarios, ",")
+		if !set["contenders"] {
+			*contenders = strconv.Itoa(busyContenders)
+		}
+		if !set["duration"] {
+			*duration = QuickDuration
+		}
+	}
+	if strings.TrimSpace(*scenarios) == "all" {
+		*scenarios = strings.Join(Scenarios, ",")
+	}
 	for _, s := range splitList(*scenarios) {
 		if !slices.Contains(Scenarios, s) {
-			return fail("unknown scenario %q (have %s)", s, strings.Join(Scenarios, ", "))
+			return fail("unknown scenario %q (have %s, or all)", s, strings.Join(Scenarios, ", "))
 		}
 		plan.Scenarios = append(plan.Scenarios, s)
 	}
@@ -123,7 +149,7 @@ func Main(name string, args []string, kinds []Kind, stdout, stderr io.Writer) in
 	}
 	defer srv.Close()
 	if !srv.Real() {
-		fmt.Fprintln(stderr, MiniredisWarning)
+		fmt.Fprintln(stderr, wrap(MiniredisWarning, 0, summaryWidth))
 	}
 	if *waiters == "" {
 		*waiters = "1,1000"
@@ -183,7 +209,7 @@ func Main(name string, args []string, kinds []Kind, stdout, stderr io.Writer) in
 	rep.Meta.Elapsed = time.Since(rep.Meta.Start)
 	Evaluate(rep.Results)
 
-	if code := writeReport(rep, *jsonOut, *svgFile, *jsonFile, stdout, fail); code != 0 {
+	if code := out.write(rep, stdout, fail); code != 0 {
 		return code
 	}
 	for _, r := range rep.Results {
@@ -195,14 +221,21 @@ func Main(name string, args []string, kinds []Kind, stdout, stderr io.Writer) in
 	return 0
 }
 
-// writeReport writes rep to stdout (the table, or JSON), and to the SVG
-// and JSON files asked for; it returns the exit status.
-func writeReport(rep *Report, jsonOut bool, svgFile, jsonFile string, stdout io.Writer, fail func(string, ...any) int) int {
+// output is what a run writes, and where.
+type output struct {
+	json              bool // JSON on stdout instead of the report
+	svgFile, jsonFile string
+	text              TextOptions
+}
+
+// write writes rep to stdout (the report, or JSON), and to the SVG and
+// JSON files asked for; it returns the exit status.
+func (o output) write(rep *Report, stdout io.Writer, fail func(string, ...any) int) int {
 	var err error
-	if jsonOut {
+	if o.json {
 		err = rep.WriteJSON(stdout)
 	} else {
-		err = rep.WriteTable(stdout)
+		err = rep.WriteText(stdout, o.text)
 	}
 	if err != nil {
 		return fail("%v", err)
@@ -210,7 +243,7 @@ func writeReport(rep *Report, jsonOut bool, svgFile, jsonFile string, stdout io.
 	for _, out := range []struct {
 		file  string
 		write func(io.Writer) error
-	}{{svgFile, rep.WriteSVG}, {jsonFile, rep.WriteJSON}} {
+	}{{o.svgFile, rep.WriteSVG}, {o.jsonFile, rep.WriteJSON}} {
 		if out.file == "" {
 			continue
 		}

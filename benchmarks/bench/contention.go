@@ -60,6 +60,11 @@ type contendSpec struct {
 	// mid, if set, runs in the middle of a timed window with the lock's
 	// name.
 	mid func(ctx context.Context, name string)
+	// cost, if set, reads the server's and this process's costs at both
+	// ends of the window (ContentionStats.Cost); idle is what a window of
+	// that length costs with no acquisition in it.
+	cost *costProbe
+	idle func(time.Duration) costSample
 }
 
 // warmupMax bounds a contention run's warm-up.
@@ -125,8 +130,16 @@ func contend(ctx context.Context, cfg Config, k Kind, res *Result, spec contendS
 		start time.Time
 	)
 	var acqOpen int64
+	var cost0, cost1 costReading
+	var costErr error
+	readCost := func(r *costReading) {
+		if spec.cost != nil && costErr == nil {
+			*r, costErr = spec.cost.read(ctx, cnt)
+		}
+	}
 	open := func() {
 		cfg.started()
+		readCost(&cost0)
 		acqOpen = acquired.Load()
 		c0 = cnt.Snapshot()
 		s0, subOK = cfg.Server.PubSubCalls(ctx)
@@ -279,6 +292,7 @@ func contend(ctx context.Context, cfg Config, k Kind, res *Result, spec contendS
 	var s1 int64
 	if cfg.Ops == 0 {
 		phase.Store(2)
+		readCost(&cost1)
 		c1 = cnt.Snapshot()
 		var ok bool
 		s1, ok = cfg.Server.PubSubCalls(ctx)
@@ -317,6 +331,7 @@ func contend(ctx context.Context, cfg Config, k Kind, res *Result, spec contendS
 	// commands per acquisition, which are counted until everybody left.
 	perOp := res.Ops
 	if cfg.Ops > 0 {
+		readCost(&cost1)
 		c1 = cnt.Snapshot()
 		var ok bool
 		s1, ok = cfg.Server.PubSubCalls(ctx)
@@ -333,6 +348,19 @@ func contend(ctx context.Context, cfg Config, k Kind, res *Result, spec contendS
 	}
 	if srvTime != nil {
 		st.Server = serverTime(cmdStat{srvTime.Calls, srvTime.Usec}, res.Ops)
+	}
+	if spec.cost != nil {
+		if costErr != nil {
+			res.Notes = append(res.Notes, "cost: "+costErr.Error())
+		} else {
+			s := cost1.since(cost0, int(perOp))
+			var idle costSample
+			if spec.idle != nil {
+				idle = spec.idle(s.span)
+			}
+			c := costPerOp([]costSample{s}, idle)
+			st.Cost = &c
+		}
 	}
 	res.Latency = Summarize(all)
 	res.Errors = errs.Load()

@@ -20,7 +20,9 @@ import (
 // behind for a while (relock's request records), with what they hold at
 // steady state at cfg.RecordRate cycles per second of distinct owners,
 // computed as bytes per key x keys per cycle x rate x the TTL they were
-// given. Bytes are MEMORY USAGE (SAMPLES 0) summed over every key holding
+// given; then, measured (RecordStats), the keys that cycles of new
+// handles leave right after, a moment later and once their client is
+// closed, and what they hold while owners cycle at a steady rate. Bytes are MEMORY USAGE (SAMPLES 0) summed over every key holding
 // a name of the measurement, beside the growth of the server's allocated
 // memory less its client buffers ("alloc": it also counts the keyspace's
 // dictionaries, expiry entries and pub/sub subscriptions). It needs a
@@ -116,6 +118,13 @@ func Memory(ctx context.Context, cfg Config, k Kind) Result {
 		if err := memoryWaiters(ctx, cfg, conns, rdb, st); err != nil {
 			res.Err = fmt.Sprintf("waiters: %v", err)
 		}
+	}
+	if res.Err == "" {
+		rec, err := measureRecords(ctx, cfg, k, rdb)
+		if err != nil {
+			res.Err = fmt.Sprintf("request records: %v", err)
+		}
+		st.Records = rec
 	}
 	res.Seconds = time.Since(start).Seconds()
 	res.Memory = st

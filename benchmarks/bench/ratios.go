@@ -95,7 +95,7 @@ func metricsFor(scenario string) []string {
 
 // writeRatios writes relock's base kind over each peer, per scenario and
 // metric, when the report has peers.
-func (r *Report) writeRatios(b *strings.Builder) error {
+func (r *Report) writeRatios(b *strings.Builder) {
 	base := r.Base
 	var peers []string
 	seen := map[string]bool{}
@@ -106,7 +106,7 @@ func (r *Report) writeRatios(b *strings.Builder) error {
 		}
 	}
 	if len(peers) == 0 || base == "" {
-		return nil
+		return
 	}
 	find := func(kind, label string) *Result {
 		for i := range r.Results {
@@ -147,7 +147,6 @@ func (r *Report) writeRatios(b *strings.Builder) error {
 		}
 	}
 	t.write(b, 4)
-	return nil
 }
 
 func metricByName(name string) ratioMetric {

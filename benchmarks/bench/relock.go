@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"cmp"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -30,8 +32,14 @@ var relockKinds = []Kind{
 }
 
 // RelockKinds returns relock's lock types, with default options (the
-// watchdog keeps locks alive), mutex first.
-func RelockKinds() []Kind { return append([]Kind(nil), relockKinds...) }
+// watchdog keeps locks alive), mutex first, those measured in some
+// scenarios only (Kind.Only) last.
+func RelockKinds() []Kind {
+	out := append([]Kind(nil), relockKinds...)
+	only := func(k Kind) int { return min(1, len(k.Only)) }
+	slices.SortStableFunc(out, func(a, b Kind) int { return cmp.Compare(only(a), only(b)) })
+	return out
+}
 
 // RelockKind returns the Kind of a relock lock type made by newLock on a
 // relock.Client of its own go-redis client. This is the whole adapter:

@@ -71,19 +71,40 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
-// WriteTable writes the report for people, within about 100 columns: a
-// header, one row per kind and scenario with its details wrapped on the
-// lines below it, the targets met or missed with their figures, and the
-// ratios of relock to each peer.
-func (r *Report) WriteTable(w io.Writer) error {
-	m := r.Meta
+// TextOptions choose what WriteText writes after the summary.
+type TextOptions struct {
+	// Full adds every measurement: a table of every scenario and kind
+	// with its details, the kinds' notes, and the ratios of relock to
+	// each peer (and of the multi-master and cluster kinds).
+	Full bool
+	// Targets adds the project's performance targets, each met or
+	// MISSED with its figure (and a TARGETS column to the full table).
+	Targets bool
+}
+
+// WriteText writes the report for people: the summary (relock's lock
+// types and the peers side by side, as ratios over plain Redis commands,
+// within 80 columns), then what o asks for.
+func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 	var b strings.Builder
-	head := fmt.Sprintf("relockbench: %s, PING p50 %s; %s, %d CPUs; %v per measurement, critical section %v",
-		m.Server, fmtDur(m.RTT), m.Go, m.CPUs, m.Duration, m.Hold)
-	if m.Elapsed > 0 {
-		head += "; the run took " + m.Elapsed.Round(time.Second).String()
+	r.writeSummary(&b)
+	if o.Full {
+		b.WriteString("\n")
+		r.writeFull(&b, o.Targets)
 	}
-	b.WriteString(wrapHang(head, 0, 2, reportWidth))
+	if o.Targets {
+		r.writeTargets(&b)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeFull writes every measurement: one row per kind and scenario with
+// its details wrapped on the lines below it, then the kinds' notes and
+// the ratios of relock to each peer.
+func (r *Report) writeFull(b *strings.Builder, targets bool) {
+	m := r.Meta
+	b.WriteString(wrap(fmt.Sprintf("Every measurement (server PING p50 %s, critical section %v):", fmtDur(m.RTT), m.Hold), 0, reportWidth))
 	if m.Command != "" {
 		b.WriteString(wrapHang("command: "+m.Command, 0, 2, reportWidth))
 	}
@@ -96,13 +117,15 @@ func (r *Report) WriteTable(w io.Writer) error {
 			"; their floors are measured on the cluster (SPUBLISH/SSUBSCRIBE for the pushed hand-off, PING to the key's master)",
 			0, 2, reportWidth))
 	}
-	if !m.RealRedis {
-		b.WriteString(wrap(MiniredisWarning, 0, reportWidth))
-	}
 	b.WriteString(wrap(tableLegend, 0, reportWidth) + "\n")
 
-	t := &table{right: []bool{false, false, true, true, true, true, true, false}}
-	t.add("SCENARIO", "KIND", "OPS/S", "P50", "P99", "MAX", "CMDS/OP", "TARGETS")
+	right := []bool{false, false, true, true, true, true, true, false}
+	t := &table{right: right}
+	head := []string{"SCENARIO", "KIND", "OPS/S", "P50", "P99", "MAX", "CMDS/OP"}
+	if targets {
+		head = append(head, "TARGETS")
+	}
+	t.add(head...)
 	prev := ""
 	// Measurements that do not apply are listed after the table, by
 	// scenario and reason.
@@ -127,13 +150,26 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 		prev = label
 		cells, detail := row(res)
+		if !targets {
+			cells = cells[:len(cells)-1]
+		}
 		t.add(append([]string{label, res.Kind}, cells...)...).detail = detail
 	}
-	t.write(&b, 4)
+	t.write(b, 4)
 	for _, k := range naOrder {
 		b.WriteString(wrapHang(fmt.Sprintf("n/a: %s for %s: %s", k.scenario, strings.Join(naKinds[k], ", "), k.why), 0, 4, reportWidth))
 	}
+	b.WriteString("\nKinds:\n")
+	for _, k := range m.Kinds {
+		b.WriteString(wrapHang(k.Name+": "+k.Note, 2, 4, reportWidth))
+	}
+	r.writeRatios(b)
+	r.writeMultiRatios(b)
+	r.writeClusterRatios(b)
+}
 
+// writeTargets writes every target met or MISSED with its figure.
+func (r *Report) writeTargets(b *strings.Builder) {
 	// Mutual exclusion is checked in every measurement with owners
 	// contending: one line for all of them when it held everywhere.
 	var checks strings.Builder
@@ -146,7 +182,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 			}
 		}
 	}
+	met, missed := 0, 0
 	if exclusive > 0 && exclusiveOK {
+		met++
 		checks.WriteString(wrapPrefix("  met     ", fmt.Sprintf("every kind: %s", targetExclusion), 10, reportWidth))
 		checks.WriteString(wrap(fmt.Sprintf("0 violations in all %d measurements with contending owners", exclusive), 10, reportWidth))
 	}
@@ -158,36 +196,31 @@ func (r *Report) WriteTable(w io.Writer) error {
 			v := "met   "
 			if !c.Met {
 				v = "MISSED"
+				missed++
+			} else {
+				met++
 			}
 			checks.WriteString(wrapPrefix("  "+v+"  ", fmt.Sprintf("%s  %s: %s", res.Kind, res.Label(), c.Target), 10, reportWidth))
 			checks.WriteString(wrap(c.Detail, 10, reportWidth))
 		}
 	}
-	if checks.Len() > 0 {
-		b.WriteString("\nTargets:\n" + checks.String())
+	if checks.Len() == 0 {
+		b.WriteString("\nTargets: none applies to what was measured.\n")
+		return
 	}
-	b.WriteString("\nKinds:\n")
-	for _, k := range m.Kinds {
-		b.WriteString(wrapHang(k.Name+": "+k.Note, 2, 4, reportWidth))
-	}
-	if err := r.writeRatios(&b); err != nil {
-		return err
-	}
-	r.writeMultiRatios(&b)
-	r.writeClusterRatios(&b)
-	_, err := io.WriteString(w, b.String())
-	return err
+	b.WriteString(fmt.Sprintf("\nTargets (%d met, %d MISSED):\n", met, missed) + checks.String())
 }
 
 // tableLegend says what the table's columns mean in each scenario.
-const tableLegend = "P50/P99/MAX: uncontended, many-locks = one Lock+Unlock cycle; handoff, handoff-contended, " +
+const tableLegend = "P50/P99/MAX: uncontended, many-locks, server-cost = one Lock+Unlock cycle; handoff, handoff-contended, " +
 	"many-waiters = the holder's Unlock call to the next holder's Lock return (handoff-contended, " +
 	"many-waiters: each release call to the next Lock return of another owner than the releaser); " +
 	"contention, read-heavy = " +
 	"wait for the lock (read-heavy: readers); many-readers = a probe's RLock+RUnlock while the readers hold. " +
 	"CMDS/OP = commands through the client hook per op (handoff: per hand-off, both owners). Floors are plain " +
-	"go-redis clients measured interleaved in the same run. Server µs = script time (EVALSHA) from INFO " +
-	"commandstats, real server only."
+	"go-redis clients measured interleaved in the same run: SET NX PX + DEL, and SET NX PX + a compare-and-delete " +
+	"script (CAD). Server µs = time inside scripts and functions (EVALSHA, FCALL) from INFO commandstats, and " +
+	"Redis CPU from INFO cpu, real server only."
 
 // row returns the cells after SCENARIO and KIND, and the details.
 func row(r *Result) ([]string, string) {
@@ -319,6 +352,8 @@ func details(r *Result) string {
 		}
 	case r.Memory != nil:
 		parts = append(parts, memoryDetails(r.Memory)...)
+	case r.ServerCost != nil:
+		parts = append(parts, costDetails(r.ServerCost)...)
 	}
 	if r.SubsPerOp != nil {
 		parts = append(parts, fmt.Sprintf("+%.2f SUBSCRIBE/UNSUBSCRIBE per op", *r.SubsPerOp))
@@ -346,5 +381,71 @@ func memoryDetails(m *MemoryStats) []string {
 	} else {
 		parts = append(parts, "a cycle leaves no key")
 	}
+	if rec := m.Records; rec != nil {
+		parts = append(parts, recordDetails(rec))
+	}
 	return parts
+}
+
+// recordDetails summarizes the measured request records.
+func recordDetails(rec *RecordStats) string {
+	s := fmt.Sprintf("%s cycles of new handles left %s key(s) right after, %s %s later, %s once their client was closed",
+		group(int64(rec.Cycles)), group(rec.LeftAfter), group(rec.LeftAfterWait), fmtDur(rec.Wait), group(rec.LeftAfterClose))
+	if rec.LeftAfter > 0 {
+		s += fmt.Sprintf(" (%s B each, TTL %s)", fmtNum(rec.BytesPerKey), fmtDur(rec.TTL))
+	}
+	if rec.Rate > 0 {
+		s += fmt.Sprintf("; cycling %s at %s cycles/s: %s keys of %s (alloc %s) = %s at %s cycles/s",
+			fmtDur(rec.Window), fmtNum(rec.Rate), group(rec.Keys), fmtBytes(float64(rec.Bytes)), signedBytes(rec.Alloc),
+			fmtBytes(rec.AtRate), group(int64(rec.TargetRate)))
+	}
+	if rec.LeftAfter > 0 || rec.LeftAfterWait > 0 {
+		how := "measured"
+		if !rec.SteadyMeasured {
+			how = "computed (the keys outlive the window: keys per cycle x bytes x rate x TTL)"
+		}
+		s += fmt.Sprintf("; steady state at %s cycles/s: %s, %s", group(int64(rec.TargetRate)), fmtBytes(rec.Steady), how)
+	}
+	return s
+}
+
+// costDetails summarizes a server-cost measurement.
+func costDetails(s *ServerCostStats) []string {
+	l, f, sf := s.Lock, s.Floor, s.ScriptFloor
+	parts := []string{
+		fmt.Sprintf("per cycle: Redis CPU %s = %s SET NX+CAD's %s (%s SET NX+DEL's %s)",
+			fmtDur(l.ServerCPU), ratioOf(l.ServerCPU, sf.ServerCPU), fmtDur(sf.ServerCPU), ratioOf(l.ServerCPU, f.ServerCPU), fmtDur(f.ServerCPU)),
+		fmt.Sprintf("in scripts %s = %s the CAD script's %s", fmtDur(l.ScriptTime), ratioOf(l.ScriptTime, sf.ScriptTime), fmtDur(sf.ScriptTime)),
+		fmt.Sprintf("client CPU %s = %s SET NX+CAD's %s (SET NX+DEL %s)",
+			fmtDur(l.ClientCPU), ratioOf(l.ClientCPU, sf.ClientCPU), fmtDur(sf.ClientCPU), fmtDur(f.ClientCPU)),
+		fmt.Sprintf("commands: %s sent, %s run by Redis (%s inside %s script calls; SET NX+CAD: %s, %s)",
+			fmtNum(l.Commands), fmtNum(l.ServerCalls), fmtNum(l.Inner()), fmtNum(l.ScriptCalls), fmtNum(sf.Commands), fmtNum(sf.ServerCalls)),
+		fmt.Sprintf("medians of %d blocks of %d cycles", s.Blocks, s.CyclesPerBlock),
+	}
+	if l.Background > 0 {
+		parts = append(parts, fmt.Sprintf("%s commands per cycle sent in the background within %s", fmtNum(l.Background), fmtDur(s.Settle)))
+	}
+	if c := s.Contended; c != nil {
+		parts = append(parts, fmt.Sprintf("contended (%d owners, hold %s, %s acquisitions): per acquisition %s commands sent "+
+			"(%s round trips), %s run by Redis, Redis CPU %s, in scripts %s, client CPU %s",
+			c.Owners, fmtDur(c.Hold), group(c.Acquisitions), fmtNum(c.Cost.Commands), fmtNum(c.TripsPerAcq),
+			fmtNum(c.Cost.ServerCalls), fmtDur(c.Cost.ServerCPU), fmtDur(c.Cost.ScriptTime), fmtDur(c.Cost.ClientCPU)))
+	}
+	return parts
+}
+
+// signedBytes formats a growth of n bytes with its sign: +5.63 MB, -812 B.
+func signedBytes(n int64) string {
+	if n < 0 {
+		return "-" + fmtBytes(float64(-n))
+	}
+	return "+" + fmtBytes(float64(n))
+}
+
+// ratioOf formats a/b as a ratio, or "-" when b is 0.
+func ratioOf(a, b time.Duration) string {
+	if b <= 0 {
+		return "-"
+	}
+	return ratio(float64(a) / float64(b))
 }

@@ -17,6 +17,10 @@ const (
 	ScenarioManyLocks        = "many-locks"
 	ScenarioWatchdog         = "watchdog"
 	ScenarioMemory           = "redis-memory"
+	// ScenarioServerCost is what one lock cycle costs the Redis server
+	// (its CPU, the time inside scripts, the commands it runs) and this
+	// process, beside the same cycle done with plain commands.
+	ScenarioServerCost = "server-cost"
 )
 
 // Result is one measurement: one Kind in one scenario (and, for
@@ -38,7 +42,11 @@ type Result struct {
 	Masters int `json:"masters,omitempty"`
 	// Cluster is the number of masters of the Redis Cluster that a
 	// cluster kind (see Kind.Cluster) ran on, 0 for one server.
-	Cluster   int     `json:"cluster_masters,omitempty"`
+	Cluster int `json:"cluster_masters,omitempty"`
+	// Read says that the measurement is of the read side (RLock and
+	// RUnlock) of a read/write lock: the server-cost scenario measures
+	// both sides.
+	Read      bool    `json:"read,omitempty"`
 	Seconds   float64 `json:"seconds"`
 	Ops       int64   `json:"ops"`
 	OpsPerSec float64 `json:"ops_per_sec"`
@@ -66,12 +74,18 @@ type Result struct {
 	ManyLocks   *ManyLocksStats   `json:"many_locks,omitempty"`
 	Watchdog    *WatchdogStats    `json:"watchdog,omitempty"`
 	Memory      *MemoryStats      `json:"redis_memory,omitempty"`
+	ServerCost  *ServerCostStats  `json:"server_cost,omitempty"`
 
 	Targets []Check `json:"targets,omitempty"`
 }
 
 // Label names the measurement, e.g. "contention c=16".
-func (r *Result) Label() string { return label(r.Scenario, r.Contenders, r.Count) }
+func (r *Result) Label() string {
+	if r.Read {
+		return r.Scenario + " read"
+	}
+	return label(r.Scenario, r.Contenders, r.Count)
+}
 
 func label(scenario string, contenders, count int) string {
 	switch scenario {
@@ -100,6 +114,10 @@ type UncontendedStats struct {
 	// interleaved too; ScriptRatioP50 is the kind's cycle over it.
 	ScriptFloor    Dist    `json:"script_floor"`
 	ScriptRatioP50 float64 `json:"script_ratio_p50"`
+	// ScriptRateRatio is the kind's cycles per second in a tight loop
+	// over the script floor's (the inverse ratio of the mean cycle
+	// times): higher is better.
+	ScriptRateRatio float64 `json:"script_rate_ratio"`
 }
 
 // HandoffStats are the hand-off scenario's figures.
@@ -161,6 +179,9 @@ type ContentionStats struct {
 	// Server is the script time the server spent in the measurement, when
 	// known (a real server).
 	Server *ServerTime `json:"server,omitempty"`
+	// Cost is what each acquisition of the window cost the server and
+	// this process, when measured (the server-cost scenario).
+	Cost *Cost `json:"cost,omitempty"`
 }
 
 // ServerTime is what a real server's INFO commandstats says about the
@@ -281,6 +302,11 @@ type MemoryStats struct {
 	LeftTTL       time.Duration `json:"left_ttl_ns"`
 	RecordRate    float64       `json:"record_rate"`
 	SteadyRecords float64       `json:"steady_state_record_bytes"`
+	// Records is what the keys left by lock cycles of new handles
+	// (relock's request records) were measured to be: how many are left
+	// and for how long, and what they hold while owners cycle at a
+	// steady rate; nil when not measured.
+	Records *RecordStats `json:"records,omitempty"`
 }
 
 // WatchdogStats are the watchdog-at-scale scenario's figures.

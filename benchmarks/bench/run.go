@@ -11,11 +11,21 @@ import (
 // Scenarios lists every scenario in the order a run measures them.
 // The redis-memory scenario comes first: the request records that other
 // scenarios leave expire for a while after them, which would move the
-// server's memory while it measures.
+// server's memory while it measures. The server-cost scenario comes next,
+// before the keys that other scenarios leave expire (which costs the
+// server CPU).
 var Scenarios = []string{
-	ScenarioMemory, ScenarioUncontended, ScenarioHandoff, ScenarioHandoffContended, ScenarioContention,
+	ScenarioMemory, ScenarioServerCost, ScenarioUncontended, ScenarioHandoff, ScenarioHandoffContended, ScenarioContention,
 	ScenarioReadHeavy, ScenarioManyReaders, ScenarioManyWaiters, ScenarioManyLocks, ScenarioWatchdog,
 }
+
+// QuickScenarios are what a run on the embedded miniredis measures by
+// default: the scenarios of the summary, for a first look in well under a
+// minute. Its figures are not Redis figures either way.
+var QuickScenarios = []string{ScenarioUncontended, ScenarioHandoff, ScenarioContention, ScenarioManyLocks}
+
+// QuickDuration is the length of one measurement of the quick tour.
+const QuickDuration = 500 * time.Millisecond
 
 // Plan is what a run measures: every scenario for every kind (and every
 // number of contenders, readers or waiters), scenario by scenario so that
@@ -36,10 +46,14 @@ type Plan struct {
 type job struct {
 	kind     Kind
 	scenario string
-	count    int // contenders, readers or waiters
+	count    int  // contenders, readers or waiters
+	read     bool // the read side (server-cost)
 }
 
 func (j job) label() string {
+	if j.read {
+		return j.scenario + " read"
+	}
 	if j.scenario == ScenarioContention {
 		return label(j.scenario, j.count, 0)
 	}
@@ -59,8 +73,14 @@ func (p Plan) jobs() []job {
 			counts = p.Waiters
 		}
 		for _, k := range p.Kinds {
+			if len(k.Only) > 0 && !slices.Contains(k.Only, s) {
+				continue
+			}
 			for _, c := range counts {
 				out = append(out, job{kind: k, scenario: s, count: c})
+			}
+			if s == ScenarioServerCost && k.Shared {
+				out = append(out, job{kind: k, scenario: s, read: true})
 			}
 		}
 	}
@@ -87,7 +107,7 @@ func skip(k Kind, scenario string) string {
 
 // result is an empty Result for j.
 func (j job) result() Result {
-	r := Result{Kind: j.kind.Name, Peer: j.kind.Peer, Masters: j.kind.Masters, Cluster: j.kind.clusterMasters(), Scenario: j.scenario}
+	r := Result{Kind: j.kind.Name, Peer: j.kind.Peer, Masters: j.kind.Masters, Cluster: j.kind.clusterMasters(), Scenario: j.scenario, Read: j.read}
 	switch j.scenario {
 	case ScenarioContention:
 		r.Contenders = j.count
@@ -104,7 +124,16 @@ func (j job) result() Result {
 func Run(ctx context.Context, cfg Config, plan Plan, progress io.Writer) []Result {
 	cfg = cfg.withDefaults()
 	jobs := plan.jobs()
-	p := newProgress(progress, len(jobs))
+	est := make([]time.Duration, len(jobs))
+	var total time.Duration
+	for i, j := range jobs {
+		est[i] = j.estimate(cfg)
+		total += est[i]
+	}
+	if progress != nil && len(jobs) > 0 {
+		fmt.Fprintf(progress, "%s, about %s\n", count(len(jobs), "measurement"), total.Round(time.Second))
+	}
+	p := newProgress(progress, est)
 	defer p.finish()
 	var out []Result
 	for i, j := range jobs {
@@ -128,6 +157,44 @@ func Run(ctx context.Context, cfg Config, plan Plan, progress io.Writer) []Resul
 	return out
 }
 
+// estimate is about how long j takes with cfg, for the progress line.
+func (j job) estimate(cfg Config) time.Duration {
+	if skip(j.kind, j.scenario) != "" {
+		return 0
+	}
+	d := cfg.Duration
+	if cfg.Ops > 0 {
+		d = 100 * time.Millisecond
+	}
+	setup := 200 * time.Millisecond
+	if cfg.Server != nil && !cfg.Server.Real() {
+		setup = 400 * time.Millisecond // miniredis shares this process's CPUs
+	}
+	switch j.scenario {
+	case ScenarioHandoff:
+		// At least handoffMinSamples hand-offs, each with its floor and
+		// an idle PING after a hold.
+		return max(d, handoffMinSamples*3*cfg.HandoffHold*3/2) + setup
+	case ScenarioManyWaiters:
+		return d + time.Duration(j.count)*20*time.Millisecond + setup
+	case ScenarioManyReaders:
+		return d + time.Duration(j.count)*5*time.Millisecond + setup
+	case ScenarioManyLocks:
+		return d + 2*setup
+	case ScenarioWatchdog:
+		return time.Duration(cfg.WatchdogPeriods)*cfg.WatchdogTimeout + time.Duration(cfg.WatchdogLocks)*time.Millisecond/2 + 2*time.Second
+	case ScenarioMemory:
+		return 6*allocSettle + recordWindow + recordWait + time.Duration(cfg.MemoryLocks+cfg.MemoryWaiters)*time.Millisecond + setup
+	case ScenarioServerCost:
+		e := time.Duration(serverCostBlocks)*(2*serverCostSettle+100*time.Millisecond) + setup
+		if !j.read {
+			e += d
+		}
+		return e
+	}
+	return d + setup
+}
+
 // runGuarded runs j, abandoning it if it does not end in time.
 func runGuarded(ctx context.Context, cfg Config, j job) Result {
 	guard := 3*cfg.Duration + 2*cfg.WaitTimeout + 30*time.Second
@@ -141,7 +208,9 @@ func runGuarded(ctx context.Context, cfg Config, j job) Result {
 	case ScenarioManyReaders:
 		guard += time.Duration(j.count) * 10 * time.Millisecond
 	case ScenarioMemory:
-		guard += 30*time.Second + time.Duration(cfg.MemoryLocks+cfg.MemoryWaiters)*10*time.Millisecond
+		guard += 60*time.Second + time.Duration(cfg.MemoryLocks+cfg.MemoryWaiters)*10*time.Millisecond
+	case ScenarioServerCost:
+		guard += time.Duration(serverCostBlocks)*(2*serverCostSettle+3*serverCostCycles*10*time.Millisecond) + warmupMax
 	}
 	jctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -200,6 +269,8 @@ func measure(ctx context.Context, cfg Config, j job) Result {
 		return Watchdog(ctx, cfg, j.kind)
 	case ScenarioMemory:
 		return Memory(ctx, cfg, j.kind)
+	case ScenarioServerCost:
+		return ServerCost(ctx, cfg, j.kind, j.read)
 	}
 	return Result{Kind: j.kind.Name, Scenario: j.scenario, Err: "unknown scenario"}
 }

@@ -149,6 +149,12 @@ func (s *Server) commandStats(ctx context.Context) (map[string]cmdStat, bool) {
 	if err != nil {
 		return nil, false
 	}
+	return parseCommandStats(info), true
+}
+
+// parseCommandStats reads the cmdstat_ lines of INFO by command name
+// (lower case).
+func parseCommandStats(info string) map[string]cmdStat {
 	out := map[string]cmdStat{}
 	for _, line := range strings.Split(info, "\n") {
 		name, rest, found := strings.Cut(strings.TrimSpace(line), ":")
@@ -167,22 +173,31 @@ func (s *Server) commandStats(ctx context.Context) (map[string]cmdStat, bool) {
 				st.usec = n
 			}
 		}
-		out[name] = st
+		out[strings.ToLower(name)] = st
 	}
-	return out, true
+	return out
 }
+
+// scriptCommands are the commands that run a script or a function; their
+// time in INFO commandstats includes the commands the script calls.
+var scriptCommands = []string{"eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"}
 
 // scriptTime returns the calls of scripts (EVAL, EVALSHA and their _RO
 // forms) that a real server has run so far and the time spent in them;
 // ok is false on miniredis or when INFO fails.
 func (s *Server) scriptTime(ctx context.Context) (cmdStat, bool) {
 	st, ok := s.commandStats(ctx)
+	return scriptStat(st), ok
+}
+
+// scriptStat sums the calls and time of the scripts in st.
+func scriptStat(st map[string]cmdStat) cmdStat {
 	var n cmdStat
-	for _, name := range []string{"eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"} {
+	for _, name := range scriptCommands {
 		n.calls += st[name].calls
 		n.usec += st[name].usec
 	}
-	return n, ok
+	return n
 }
 
 // serverTime turns the script calls of a window into a ServerTime, per
@@ -237,6 +252,12 @@ func (s *Server) CPU(ctx context.Context) (d time.Duration, ok bool) {
 	if err != nil {
 		return 0, false
 	}
+	return parseCPU(info)
+}
+
+// parseCPU reads used_cpu_user + used_cpu_sys (the server process's CPU
+// time so far) from INFO.
+func parseCPU(info string) (d time.Duration, ok bool) {
 	var sum float64
 	for _, line := range strings.Split(info, "\n") {
 		name, v, found := strings.Cut(strings.TrimSpace(line), ":")
@@ -246,9 +267,10 @@ func (s *Server) CPU(ctx context.Context) (d time.Duration, ok bool) {
 				return 0, false
 			}
 			sum += f
+			ok = true
 		}
 	}
-	return time.Duration(sum * float64(time.Second)), true
+	return time.Duration(sum * float64(time.Second)), ok
 }
 
 // cpuMeter measures the CPU time this process and a real server use

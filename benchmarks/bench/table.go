@@ -6,7 +6,7 @@ import (
 )
 
 // reportWidth is the width the text report keeps to, in columns.
-const reportWidth = 100
+const reportWidth = 80
 
 // table lays out rows in columns (text/tabwriter cannot: a row's detail
 // lines, which span the table, would break its columns).
@@ -28,8 +28,13 @@ func (t *table) add(cells ...string) *tableRow {
 
 func (t *table) gap() { t.rows = append(t.rows, tableRow{blank: true}) }
 
-// write renders t into b, details indented by indent.
-func (t *table) write(b *strings.Builder, indent int) {
+// write renders t into b, details indented by indent and wrapped at
+// reportWidth.
+func (t *table) write(b *strings.Builder, indent int) { t.writeWidth(b, indent, reportWidth) }
+
+// writeWidth renders t into b, details indented by indent and wrapped at
+// width.
+func (t *table) writeWidth(b *strings.Builder, indent, width int) {
 	var widths []int
 	for _, r := range t.rows {
 		for i, c := range r.cells {
@@ -60,7 +65,7 @@ func (t *table) write(b *strings.Builder, indent int) {
 		}
 		b.WriteString(strings.TrimRight(line.String(), " ") + "\n")
 		if r.detail != "" {
-			b.WriteString(wrap(r.detail, indent, reportWidth))
+			b.WriteString(wrap(r.detail, indent, width))
 		}
 	}
 }

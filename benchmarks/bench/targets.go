@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 )
@@ -42,20 +43,26 @@ const (
 	// (time.Sleep overshoots, more on a loaded machine): the share of the
 	// time the lock was held is rate x hold.
 	PrevMutexHold = 1400 * time.Microsecond
-	// TargetRWCmds bounds the rwlock's commands per acquisition at
-	// TargetRWWriters contending writers.
-	TargetRWCmds    = 4.0
-	TargetRWWriters = 64
+	// TargetContendedCmds bounds the commands per acquisition of every
+	// lock type wherever owners contend (server-cost's contended cycle,
+	// handoff-contended, contention at every count of two or more).
+	TargetContendedCmds = 3.5
+	// TargetHandoffFloor bounds the hand-off median (one waiter) over the
+	// pushed floor (plain PUBLISH, receive, SET NX) in the same run.
+	TargetHandoffFloor = 1.1
+	// TargetClientCPU bounds this process's CPU per uncontended cycle over
+	// SET NX PX + the compare-and-delete script's, for every lock type.
+	TargetClientCPU = 1.3
 	// TargetFlat bounds the server time per call with many readers or
 	// many queued waiters over that with the fewest.
 	TargetFlat = 2.0
 	// TargetManyLocks bounds from below the mutex's cycles per second on
 	// many names over the raw SET NX PX + DEL floor's.
-	TargetManyLocks = 0.8
-	// TargetRecordBytes is "a few MB": the request records that relock's
-	// lock cycles leave, at steady state at MemoryStats.RecordRate cycles
-	// per second of distinct owners.
-	TargetRecordBytes = 5e6
+	TargetManyLocks = 0.9
+	// TargetRecordBytes bounds the request records that relock's lock
+	// cycles leave, at steady state at MemoryStats.RecordRate cycles per
+	// second of distinct owners.
+	TargetRecordBytes = 2e6
 	// TargetWatchdogLocks and TargetWatchdogTrips: 10,000 held locks
 	// renewed in at most 100 round trips per renewal period.
 	TargetWatchdogLocks = 10000
@@ -64,6 +71,22 @@ const (
 	// locks may add than holding a tenth of them ("constant").
 	TargetGoroutineSlack = 2
 )
+
+// costBound is what a lock type's uncontended cycle may cost over SET NX
+// PX + the compare-and-delete script: the server's CPU, and the time
+// inside scripts over the script's; and its cycles per second in a tight
+// loop at least rate times the script floor's.
+type costBound struct{ cpu, script, rate float64 }
+
+// costBounds are the bounds of relock's lock types (the rwlock's for
+// both its sides; the semaphore with one permit).
+var costBounds = map[string]costBound{
+	KindMutex:     {cpu: 1.15, script: 2, rate: 0.9},
+	KindReentrant: {cpu: 1.4, script: 3, rate: 0.75},
+	KindFair:      {cpu: 1.4, script: 3, rate: 0.75},
+	KindRWLock:    {cpu: 1.6, script: 4, rate: 0.75},
+	KindSemaphore: {cpu: 1.6, script: 4, rate: 0.75},
+}
 
 // targetExclusion is the target every kind has wherever owners contend.
 const targetExclusion = "no mutual-exclusion violation"
@@ -89,6 +112,12 @@ func Evaluate(results []Result) {
 		}
 		switch r.Scenario {
 		case ScenarioUncontended:
+			if b, ok := costBounds[r.Kind]; ok && !r.Peer && r.Uncontended != nil {
+				u := r.Uncontended
+				r.check(fmt.Sprintf("cycles/s in a tight loop at least %.2fx SET NX + CAD's", b.rate), u.ScriptRateRatio >= b.rate,
+					fmt.Sprintf("%s = %s cycles/s vs %s/s (mean cycle %s vs %s)", ratio(u.ScriptRateRatio), fmtNum(r.OpsPerSec),
+						fmtNum(perSec(u.ScriptFloor.Mean)), fmtDur(r.Latency.Mean), fmtDur(u.ScriptFloor.Mean)))
+			}
 			if r.Kind != KindMutex || r.Uncontended == nil {
 				break
 			}
@@ -104,6 +133,11 @@ func Evaluate(results []Result) {
 		case ScenarioHandoff:
 			if r.Peer || r.Handoff == nil {
 				break
+			}
+			if h := r.Handoff; h.Floor.N > 0 && costBounds[r.Kind] != (costBound{}) {
+				r.check(fmt.Sprintf("p50 at most %.1fx the plain pushed hand-off", TargetHandoffFloor),
+					r.Latency.N > 0 && h.RatioP50 <= TargetHandoffFloor,
+					fmt.Sprintf("p50 %s vs %s for PUBLISH, receive, SET NX on plain clients = %s", fmtDur(r.Latency.P50), fmtDur(h.Floor.P50), ratio(h.RatioP50)))
 			}
 			if h := r.Handoff; h.IdleRTT > 0 {
 				r.check(fmt.Sprintf("p50 within %d round trips", TargetHandoffRTTs),
@@ -123,6 +157,9 @@ func Evaluate(results []Result) {
 			}
 		case ScenarioHandoffContended:
 			r.check(targetExclusion, r.Violations == 0, fmt.Sprintf("%d violations", r.Violations))
+			if _, ok := costBounds[r.Kind]; ok && !r.Peer && r.Ops > 0 {
+				r.checkContendedCmds(r.CmdsPerOp, fmt.Sprintf("%.2f commands (%.2f round trips) per acquisition, %d owners", r.CmdsPerOp, r.TripsPerOp, r.Contenders))
+			}
 			if !r.Peer && bestContended != nil {
 				r.checkPeer(bestContended, TargetHandoffPeer)
 			}
@@ -148,9 +185,18 @@ func Evaluate(results []Result) {
 						"each hold lasted %s (%s then): the lock was held %.0f%% of the time (%.0f%% then)",
 						fmtNum(r.OpsPerSec), ratio(r.OpsPerSec/PrevMutexRate), fmtNum(PrevMutexRate), fmtDur(c.MeanHold), fmtDur(PrevMutexHold),
 						100*r.OpsPerSec*c.MeanHold.Seconds(), 100*PrevMutexRate*PrevMutexHold.Seconds()))
-			case r.Kind == KindRWLock && r.Contenders == TargetRWWriters:
-				r.check(fmt.Sprintf("at most %.0f commands per acquisition", TargetRWCmds), r.CmdsPerOp <= TargetRWCmds,
-					fmt.Sprintf("%.2f commands (%.2f round trips) per acquisition; %s acquisitions/s", r.CmdsPerOp, r.TripsPerOp, fmtNum(r.OpsPerSec)))
+			}
+			if _, ok := costBounds[r.Kind]; ok && !r.Peer && r.Contenders == maxContenders(results, r.Kind) && r.Contenders > 1 {
+				worst := 0.0
+				var figs []string
+				for i := range results {
+					o := &results[i]
+					if o.Kind == r.Kind && o.Scenario == ScenarioContention && o.Contenders > 1 && usable(o) && o.Ops > 0 {
+						worst = max(worst, o.CmdsPerOp)
+						figs = append(figs, fmt.Sprintf("c=%d %.2f", o.Contenders, o.CmdsPerOp))
+					}
+				}
+				r.checkContendedCmds(worst, "commands per acquisition: "+strings.Join(figs, ", "))
 			}
 		case ScenarioReadHeavy:
 			r.check(targetExclusion, r.Violations == 0, fmt.Sprintf("%d violations", r.Violations))
@@ -218,15 +264,78 @@ func Evaluate(results []Result) {
 			if r.Peer || m == nil {
 				break
 			}
-			r.check(fmt.Sprintf("request records at %s cycles/s hold at most a few MB (%s)", group(int64(m.RecordRate)), fmtBytes(TargetRecordBytes)),
-				m.SteadyRecords <= TargetRecordBytes,
+			target := fmt.Sprintf("request records at %s cycles/s of new owners hold at most %s", group(int64(m.RecordRate)), fmtBytes(TargetRecordBytes))
+			if rec := m.Records; rec != nil {
+				r.check("an uncontended cycle leaves no key behind", rec.LeftAfterWait == 0 && rec.LeftAfterClose == 0, recordDetails(rec))
+				r.check(target, rec.Steady <= TargetRecordBytes, recordDetails(rec))
+				break
+			}
+			r.check(target, m.SteadyRecords <= TargetRecordBytes,
 				fmt.Sprintf("%s: computed, not measured at that rate: %s key(s) per cycle x %s B (MEMORY USAGE; alloc %s B) x %s cycles/s x %s TTL",
 					fmtBytes(m.SteadyRecords), fmtNum(m.LeftPerCycle), fmtNum(m.BytesPerLeft), fmtNum(m.AllocPerLeft), group(int64(m.RecordRate)), fmtDur(m.LeftTTL)))
+		case ScenarioServerCost:
+			if s := r.ServerCost; s != nil && !r.Peer {
+				r.checkCost(s)
+			}
 		}
 		if !r.Peer && r.Stalled {
 			r.check("no stall", false, stallDetail(r))
 		}
 	}
+}
+
+// checkCost checks a server-cost result against its lock type's bounds.
+func (r *Result) checkCost(s *ServerCostStats) {
+	b, ok := costBounds[r.Kind]
+	if !ok {
+		return
+	}
+	l, f, sf := s.Lock, s.Floor, s.ScriptFloor
+	over := func(a, floor time.Duration) float64 {
+		if floor <= 0 {
+			return math.Inf(1)
+		}
+		return float64(a) / float64(floor)
+	}
+	v := over(l.ServerCPU, sf.ServerCPU)
+	r.check(fmt.Sprintf("Redis CPU per uncontended cycle at most %.2fx SET NX + CAD's", b.cpu), v <= b.cpu,
+		fmt.Sprintf("%s vs %s = %s (SET NX + DEL %s: %s); medians of %d blocks of %d cycles",
+			fmtDur(l.ServerCPU), fmtDur(sf.ServerCPU), ratio(v), fmtDur(f.ServerCPU), ratioOf(l.ServerCPU, f.ServerCPU), s.Blocks, s.CyclesPerBlock))
+	v = over(l.ScriptTime, sf.ScriptTime)
+	r.check(fmt.Sprintf("time inside scripts per uncontended cycle at most %.0fx the CAD script's", b.script), v <= b.script,
+		fmt.Sprintf("%s vs %s = %s; %s script calls and %s commands inside them per cycle (the CAD script: 1 and 2)",
+			fmtDur(l.ScriptTime), fmtDur(sf.ScriptTime), ratio(v), fmtNum(l.ScriptCalls), fmtNum(l.Inner())))
+	v = over(l.ClientCPU, sf.ClientCPU)
+	r.check(fmt.Sprintf("client CPU per uncontended cycle at most %.1fx SET NX + CAD's", TargetClientCPU), v <= TargetClientCPU,
+		fmt.Sprintf("%s vs %s = %s (SET NX + DEL %s)", fmtDur(l.ClientCPU), fmtDur(sf.ClientCPU), ratio(v), fmtDur(f.ClientCPU)))
+	if c := s.Contended; c != nil {
+		r.checkContendedCmds(c.Cost.Commands, fmt.Sprintf("%.2f commands (%.2f round trips) per acquisition, %d owners on separate clients, hold %s; Redis ran %s commands per acquisition",
+			c.Cost.Commands, c.TripsPerAcq, c.Owners, fmtDur(c.Hold), fmtNum(c.Cost.ServerCalls)))
+	}
+}
+
+// checkContendedCmds checks commands per acquisition where owners contend.
+func (r *Result) checkContendedCmds(cmds float64, detail string) {
+	r.check(fmt.Sprintf("at most %.1f commands per acquisition, contended", TargetContendedCmds), cmds <= TargetContendedCmds, detail)
+}
+
+// maxContenders is the largest contention count among kind's results.
+func maxContenders(results []Result, kind string) int {
+	n := 0
+	for _, r := range results {
+		if r.Kind == kind && r.Scenario == ScenarioContention {
+			n = max(n, r.Contenders)
+		}
+	}
+	return n
+}
+
+// perSec is the rate of one operation every d.
+func perSec(d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(time.Second) / float64(d)
 }
 
 func (r *Result) check(target string, met bool, detail string) {
@@ -308,7 +417,7 @@ func stallDetail(r *Result) string {
 		return r.Err
 	}
 	if len(r.Notes) > 0 {
-		return r.Notes[0]
+		return r.Notes[len(r.Notes)-1] // the stall's, appended last
 	}
 	return "stalled"
 }

@@ -54,32 +54,7 @@ func Uncontended(ctx context.Context, cfg Config, k Kind) Result {
 		}
 		return nil
 	}
-	floorKey := "relockbench:floor:{" + name + "}"
-	floorToken := UniqueName("token")
-	floor := func() error {
-		ok, err := raw.SetNX(ctx, floorKey, floorToken, 30*time.Second).Result()
-		if err != nil {
-			return fmt.Errorf("floor SET NX: %w", err)
-		}
-		if !ok {
-			return fmt.Errorf("floor SET NX: key %q exists", floorKey)
-		}
-		if err := raw.Del(ctx, floorKey).Err(); err != nil {
-			return fmt.Errorf("floor DEL: %w", err)
-		}
-		return nil
-	}
-
-	cadKey := "relockbench:cad:{" + name + "}"
-	scriptFloor := func() error {
-		if err := raw.SetNX(ctx, cadKey, floorToken, 30*time.Second).Err(); err != nil {
-			return fmt.Errorf("script floor SET NX: %w", err)
-		}
-		if err := compareAndDelete.Run(ctx, raw, []string{cadKey}, floorToken).Err(); err != nil {
-			return fmt.Errorf("script floor release: %w", err)
-		}
-		return nil
-	}
+	floor, scriptFloor := floorCycles(ctx, raw, name)
 
 	// Warm up: load scripts, fill connection pools.
 	for i := 0; i < 20; i++ {
@@ -151,6 +126,39 @@ func Uncontended(ctx context.Context, cfg Config, k Kind) Result {
 	st.RatioMean = float64(res.Latency.Mean) / float64(st.Floor.Mean)
 	st.ScriptFloor = Summarize(scriptLat)
 	st.ScriptRatioP50 = float64(res.Latency.P50) / float64(st.ScriptFloor.P50)
+	st.ScriptRateRatio = float64(st.ScriptFloor.Mean) / float64(res.Latency.Mean)
 	res.Uncontended = st
 	return res
+}
+
+// floorCycles returns the two floors of a lock cycle on raw, on keys of
+// their own beside the lock called name: SET NX PX + DEL, and SET NX PX +
+// the compare-and-delete script.
+func floorCycles(ctx context.Context, raw redis.UniversalClient, name string) (floor, scriptFloor func() error) {
+	floorKey := "relockbench:floor:{" + name + "}"
+	floorToken := UniqueName("token")
+	floor = func() error {
+		ok, err := raw.SetNX(ctx, floorKey, floorToken, 30*time.Second).Result()
+		if err != nil {
+			return fmt.Errorf("floor SET NX: %w", err)
+		}
+		if !ok {
+			return fmt.Errorf("floor SET NX: key %q exists", floorKey)
+		}
+		if err := raw.Del(ctx, floorKey).Err(); err != nil {
+			return fmt.Errorf("floor DEL: %w", err)
+		}
+		return nil
+	}
+	cadKey := "relockbench:cad:{" + name + "}"
+	scriptFloor = func() error {
+		if err := raw.SetNX(ctx, cadKey, floorToken, 30*time.Second).Err(); err != nil {
+			return fmt.Errorf("script floor SET NX: %w", err)
+		}
+		if err := compareAndDelete.Run(ctx, raw, []string{cadKey}, floorToken).Err(); err != nil {
+			return fmt.Errorf("script floor release: %w", err)
+		}
+		return nil
+	}
+	return floor, scriptFloor
 }

@@ -1,6 +1,7 @@
 // Command peers runs relockbench's scenarios for relock and for the Go
 // lock libraries people would pick instead, in one run against one server,
-// and prints the ratios relock/peer:
+// and prints them side by side (with -full, the ratios relock/peer of
+// every figure):
 //
 //   - github.com/go-redsync/redsync/v4 with its defaults,
 //   - github.com/bsm/redislock with a linear retry of 1ms and of 10ms,

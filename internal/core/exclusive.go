@@ -54,6 +54,12 @@ type exclusive struct {
 	reentrant bool
 	ext       Extension
 	keys      []string
+	// busy is set when the handle's last acquire call found the lock
+	// held: its next call starts with the script, not with a SET NX that
+	// would most likely be refused too (a contended mutex's acquisition
+	// then costs three commands, not four); a first attempt granted
+	// clears it. Guarded by the handle's mutex.
+	busy bool
 }
 
 // NewExclusive returns the handle state for an exclusive lock.
@@ -121,7 +127,7 @@ func (p *exclusive) fencing() int {
 
 func (p *exclusive) Acquire(ctx context.Context, r *Request) ([]int64, error) {
 	o := p.o
-	if r.First && p.scripts.SetNX && !o.Cfg.Fencing && r.Held[Units] == 0 {
+	if r.First && p.scripts.SetNX && !p.busy && !o.Cfg.Fencing && r.Held[Units] == 0 {
 		ok, err := o.SetNX(ctx, r.Lease)
 		if err != nil {
 			return nil, err
@@ -130,8 +136,16 @@ func (p *exclusive) Acquire(ctx context.Context, r *Request) ([]int64, error) {
 			return []int64{1, 0}, nil
 		}
 	}
-	return o.Run(ctx, p.scripts.Acquire, p.keys, append([]any{o.Token, r.Lease.Milliseconds(), r.ID, r.Held[Units],
+	res, err := o.Run(ctx, p.scripts.Acquire, p.keys, append([]any{o.Token, r.Lease.Milliseconds(), r.ID, r.Held[Units],
 		p.fencing(), r.WaitArgs(o.Heartbeat(), r.WaitID())}, o.Metadata()...)...).Int64Slice()
+	if err == nil && len(res) > 0 {
+		if res[0] == 0 {
+			p.busy = true
+		} else if r.First {
+			p.busy = false
+		}
+	}
+	return res, err
 }
 
 func (p *exclusive) Release(ctx context.Context, r *Request) (int64, error) {

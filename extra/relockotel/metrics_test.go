@@ -23,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/relock-go/relock"
+	"github.com/relock-go/relock/election"
 	"github.com/relock-go/relock/extra/relockotel"
 	"github.com/relock-go/relock/fair"
 	"github.com/relock-go/relock/mutex"
@@ -468,4 +469,22 @@ func TestInstrumentErrors(t *testing.T) {
 	assert.Equal(t, metricdata.Metrics{}, find(rm, "relock.lock.acquisitions"))
 	assert.Equal(t, uint64(1), hist(t, rm, "relock.lock.hold.duration", typeAttr("mutex")).Count, "holds")
 	assert.Equal(t, int64(0), sum(t, rm, "relock.lock.held", typeAttr("mutex")), "held")
+}
+
+// An election's leaderships are holds of the lock type "election".
+func TestElectionMetrics(t *testing.T) {
+	onServers(t, func(t *testing.T, addr string) {
+		ctx := context.Background()
+		f := newFixture(t, addr)
+		e := election.New(f.client, uniqueName(t))
+		kind := typeAttr("election")
+
+		require.NoError(t, e.Campaign(ctx, "host-a"))
+		assert.Equal(t, int64(1), sum(t, f.collect(t), "relock.lock.held", kind), "held while leading")
+		require.NoError(t, e.Resign(ctx))
+		rm := f.collect(t)
+		assert.Equal(t, int64(1), sum(t, rm, "relock.lock.acquisitions", kind, acquired))
+		assert.Equal(t, uint64(1), hist(t, rm, "relock.lock.hold.duration", kind).Count)
+		assert.Equal(t, int64(0), sum(t, rm, "relock.lock.held", kind), "held after the resignation")
+	})
 }

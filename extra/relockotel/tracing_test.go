@@ -1,0 +1,302 @@
+package relockotel_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/relock-go/relock"
+	"github.com/relock-go/relock/election"
+	"github.com/relock-go/relock/extra/relockotel"
+	"github.com/relock-go/relock/mutex"
+)
+
+// newTracer returns a TracerProvider that exports every span, as it ends,
+// to the returned in-memory exporter.
+func newTracer(t *testing.T) (*sdktrace.TracerProvider, *tracetest.InMemoryExporter) {
+	t.Helper()
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	return tp, exp
+}
+
+// attrs returns a span's attributes by key.
+func attrs(s tracetest.SpanStub) map[attribute.Key]attribute.Value {
+	m := map[attribute.Key]attribute.Value{}
+	for _, kv := range s.Attributes {
+		m[kv.Key] = kv.Value
+	}
+	return m
+}
+
+// spansNamed returns the exported spans called name.
+func spansNamed(exp *tracetest.InMemoryExporter, name string) tracetest.SpanStubs {
+	var out tracetest.SpanStubs
+	for _, s := range exp.GetSpans() {
+		if s.Name == name {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// noTokens checks that no attribute, status or event of the spans carries
+// one of the owner tokens.
+func noTokens(t *testing.T, spans tracetest.SpanStubs, tokens ...string) {
+	t.Helper()
+	for _, s := range spans {
+		texts := []string{s.Status.Description}
+		for _, kv := range s.Attributes {
+			texts = append(texts, kv.Value.String())
+		}
+		for _, ev := range s.Events {
+			for _, kv := range ev.Attributes {
+				texts = append(texts, kv.Value.String())
+			}
+		}
+		for _, text := range texts {
+			for _, tok := range tokens {
+				assert.NotContainsf(t, text, tok, "span %s carries an owner token", s.Name)
+			}
+		}
+	}
+}
+
+// exception returns the message of a span's exception event, if it has
+// one.
+func exception(s tracetest.SpanStub) (string, bool) {
+	for _, ev := range s.Events {
+		if ev.Name == "exception" {
+			for _, kv := range ev.Attributes {
+				if kv.Key == "exception.message" {
+					return kv.Value.AsString(), true
+				}
+			}
+		}
+	}
+	return "", false
+}
+
+// The spans a user sees, for each lock type: none for an acquire that did
+// not wait, one for an acquire that waited and got the lock, one for an
+// acquire that timed out, one for a lost hold, and none for unlocks.
+func TestTracing(t *testing.T) {
+	type traced interface {
+		locker
+		Fingerprint() string
+		Token() string
+	}
+	for _, lt := range lockTypes {
+		t.Run("kind="+lt.kind, func(t *testing.T) {
+			t.Parallel()
+			onServers(t, func(t *testing.T, addr string) {
+				ctx := context.Background()
+				tp, exp := newTracer(t)
+				rdb := redis.NewClient(&redis.Options{Addr: addr})
+				t.Cleanup(func() { _ = rdb.Close() })
+				// Acquires shorter than 100ms have no span: far more than an
+				// uncontended acquire takes, even on a loaded machine.
+				c := relock.New(rdb, relockotel.WithTracing(tp, relockotel.WithMinWait(100*time.Millisecond)),
+					relock.WithWatchdogTimeout(600*time.Millisecond))
+				t.Cleanup(func() { _ = c.Close() })
+				name := uniqueName(t)
+				a, b := lt.make(c, name).(traced), lt.make(c, name).(traced)
+				mode := func(s tracetest.SpanStub) {
+					t.Helper()
+					v, ok := attrs(s)["relock.lock.mode"]
+					if lt.mode == "" {
+						assert.False(t, ok, "relock.lock.mode")
+					} else {
+						assert.Equal(t, lt.mode, v.AsString(), "relock.lock.mode")
+					}
+				}
+
+				// An acquire that did not wait: no span.
+				require.NoError(t, a.Lock(ctx))
+				require.NoError(t, a.Unlock(ctx))
+				assert.Empty(t, exp.GetSpans(), "spans of an uncontended hold")
+
+				// An acquire that waited for the holder's unlock.
+				require.NoError(t, a.Lock(ctx))
+				unlocked := make(chan error, 1)
+				go func() {
+					time.Sleep(300 * time.Millisecond)
+					unlocked <- a.Unlock(ctx)
+				}()
+				began := time.Now()
+				require.NoError(t, b.Lock(ctx))
+				got := time.Now()
+				require.NoError(t, <-unlocked)
+				require.NoError(t, b.Unlock(ctx))
+				spans := exp.GetSpans()
+				require.Len(t, spans, 1, "spans after a waited acquire")
+				s := spans[0]
+				assert.Equal(t, relockotel.SpanAcquire, s.Name)
+				assert.Equal(t, relockotel.ScopeName, s.InstrumentationScope.Name)
+				assert.False(t, s.Parent.IsValid(), "parent")
+				at := attrs(s)
+				assert.Equal(t, lt.kind, at["relock.lock.type"].AsString())
+				assert.Equal(t, name, at["relock.lock.name"].AsString())
+				assert.Equal(t, b.Fingerprint(), at["relock.lock.owner"].AsString())
+				assert.Equal(t, "acquired", at["relock.lock.outcome"].AsString())
+				mode(s)
+				_, hasErr := at["error.type"]
+				assert.False(t, hasErr, "error.type of an acquire that succeeded")
+				wait := at["relock.lock.wait.duration"].AsFloat64()
+				assert.GreaterOrEqual(t, wait, 0.25, "wait (s)")
+				assert.InDelta(t, wait, s.EndTime.Sub(s.StartTime).Seconds(), 1e-6, "the span lasts the wait")
+				// The span began when the call did and ended when it returned.
+				assert.WithinDuration(t, began, s.StartTime, 50*time.Millisecond, "start")
+				assert.WithinDuration(t, got, s.EndTime, 50*time.Millisecond, "end")
+				assert.Equal(t, codes.Unset, s.Status.Code)
+				exp.Reset()
+
+				// An acquire whose ctx ends while the lock is held elsewhere.
+				require.NoError(t, a.Lock(ctx))
+				tctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+				err := b.Lock(tctx)
+				cancel()
+				require.ErrorIs(t, err, context.DeadlineExceeded)
+				require.NoError(t, a.Unlock(ctx))
+				spans = exp.GetSpans()
+				require.Len(t, spans, 1, "spans after an acquire that timed out")
+				s = spans[0]
+				assert.Equal(t, relockotel.SpanAcquire, s.Name)
+				at = attrs(s)
+				assert.Equal(t, "failed", at["relock.lock.outcome"].AsString())
+				assert.Equal(t, "timeout", at["error.type"].AsString())
+				assert.Equal(t, b.Fingerprint(), at["relock.lock.owner"].AsString())
+				mode(s)
+				assert.GreaterOrEqual(t, s.EndTime.Sub(s.StartTime), 250*time.Millisecond, "span length")
+				assert.Equal(t, codes.Error, s.Status.Code)
+				assert.Equal(t, err.Error(), s.Status.Description)
+				msg, ok := exception(s)
+				assert.True(t, ok, "exception event")
+				assert.Equal(t, err.Error(), msg)
+				exp.Reset()
+
+				// A hold lost behind the holder's back: its key is deleted, the
+				// watchdog's next renewal finds out.
+				require.NoError(t, a.Lock(ctx))
+				locked := time.Now()
+				n, err := rdb.Del(ctx, "relock:"+lt.kind+":{"+name+"}").Result()
+				require.NoError(t, err)
+				require.Equal(t, int64(1), n, "keys deleted")
+				select {
+				case <-a.Lost():
+				case <-time.After(5 * time.Second):
+					t.Fatal("the hold was not lost after its key was deleted")
+				}
+				require.ErrorIs(t, a.Unlock(ctx), relock.ErrNotHeld)
+				// Lost fires before the observers have seen the loss.
+				require.Eventually(t, func() bool { return len(exp.GetSpans()) > 0 }, 5*time.Second, 5*time.Millisecond,
+					"no span for the lost hold")
+				spans = exp.GetSpans()
+				require.Len(t, spans, 1, "spans after a lost hold")
+				s = spans[0]
+				assert.Equal(t, relockotel.SpanLost, s.Name)
+				at = attrs(s)
+				assert.Equal(t, lt.kind, at["relock.lock.type"].AsString())
+				assert.Equal(t, name, at["relock.lock.name"].AsString())
+				assert.Equal(t, a.Fingerprint(), at["relock.lock.owner"].AsString())
+				assert.Equal(t, "gone", at["relock.lock.loss.reason"].AsString())
+				assert.InDelta(t, at["relock.lock.hold.duration"].AsFloat64(), s.EndTime.Sub(s.StartTime).Seconds(), 1e-6,
+					"the span lasts the hold")
+				assert.WithinDuration(t, locked, s.StartTime, 50*time.Millisecond, "the span begins with the hold")
+				assert.Equal(t, codes.Error, s.Status.Code)
+				require.ErrorIs(t, a.LostErr(), relock.ErrLockGone)
+				assert.Equal(t, a.LostErr().Error(), s.Status.Description)
+				_, ok = exception(s)
+				assert.True(t, ok, "exception event")
+
+				noTokens(t, exp.GetSpans(), a.Token(), b.Token())
+			})
+		})
+	}
+}
+
+// An election is traced as the locks are: a Campaign that waited for the
+// leader to resign.
+func TestTracingElection(t *testing.T) {
+	onServers(t, func(t *testing.T, addr string) {
+		ctx := context.Background()
+		tp, exp := newTracer(t)
+		rdb := redis.NewClient(&redis.Options{Addr: addr})
+		t.Cleanup(func() { _ = rdb.Close() })
+		c := relock.New(rdb, relockotel.WithTracing(tp, relockotel.WithMinWait(100*time.Millisecond)))
+		t.Cleanup(func() { _ = c.Close() })
+		name := uniqueName(t)
+		a, b := election.New(c, name), election.New(c, name)
+
+		require.NoError(t, a.Campaign(ctx, "a"))
+		resigned := make(chan error, 1)
+		go func() {
+			time.Sleep(300 * time.Millisecond)
+			resigned <- a.Resign(ctx)
+		}()
+		require.NoError(t, b.Campaign(ctx, "b"))
+		require.NoError(t, <-resigned)
+		require.NoError(t, b.Resign(ctx))
+
+		spans := spansNamed(exp, relockotel.SpanAcquire)
+		require.Len(t, spans, 1, "acquire spans")
+		at := attrs(spans[0])
+		assert.Equal(t, "election", at["relock.lock.type"].AsString())
+		assert.Equal(t, name, at["relock.lock.name"].AsString())
+		assert.Equal(t, b.Fingerprint(), at["relock.lock.owner"].AsString())
+		assert.GreaterOrEqual(t, at["relock.lock.wait.duration"].AsFloat64(), 0.25)
+		assert.Len(t, exp.GetSpans(), 1, "spans")
+		noTokens(t, exp.GetSpans(), a.Token(), b.Token())
+	})
+}
+
+// Tracing is off unless asked for: WithMetrics records no span, even with
+// a global TracerProvider that records; WithTracing(nil) uses that one.
+func TestTracingOptIn(t *testing.T) {
+	tp, exp := newTracer(t)
+	prev := otel.GetTracerProvider()
+	otel.SetTracerProvider(tp)
+	t.Cleanup(func() { otel.SetTracerProvider(prev) })
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	srv := miniredis.RunT(t)
+	ctx := context.Background()
+
+	// A TryLock that fails is a span when traced (an acquire that failed,
+	// whatever its length): ErrAlreadyHeld on a mutex held by the handle.
+	refused := func(c *relock.Client) {
+		t.Helper()
+		m := mutex.New(c, uniqueName(t))
+		require.NoError(t, m.Lock(ctx))
+		_, err := m.TryLock(ctx)
+		require.ErrorIs(t, err, relock.ErrAlreadyHeld)
+		require.NoError(t, m.Unlock(ctx))
+	}
+
+	metricsOnly := relock.New(redis.NewClient(&redis.Options{Addr: srv.Addr()}), relockotel.WithMetrics(mp))
+	t.Cleanup(func() { _ = metricsOnly.Close() })
+	refused(metricsOnly)
+	assert.Empty(t, exp.GetSpans(), "spans without WithTracing")
+
+	global := relock.New(redis.NewClient(&redis.Options{Addr: srv.Addr()}), relockotel.WithTracing(nil))
+	t.Cleanup(func() { _ = global.Close() })
+	refused(global)
+	spans := exp.GetSpans()
+	require.Len(t, spans, 1, "spans with WithTracing(nil)")
+	at := attrs(spans[0])
+	assert.Equal(t, "refused", at["error.type"].AsString())
+	assert.True(t, strings.HasPrefix(spans[0].Status.Description, "mutex: "), "status %q", spans[0].Status.Description)
+}

@@ -56,7 +56,14 @@
 // # run
 //
 // run is the equivalent of consul lock and etcdctl lock: one instance of a
-// command at a time across machines. Its flags:
+// command at a time across machines. For example, from cron on several
+// machines:
+//
+//	relock -redis redis://redis:6379 run nightly-report -- ./report.sh --date today
+//	relock -redis redis://redis:6379 run -try nightly-report -- ./report.sh   # skip if running elsewhere (exit 75)
+//	relock -redis redis://redis:6379 run -n 3 -timeout 10m import -- ./import.sh   # at most 3 at once
+//
+// Its flags:
 //
 //	-n N           with N > 1, hold one permit of a semaphore of N permits
 //	               called NAME instead of the mutex: at most N COMMANDs at once

@@ -75,8 +75,8 @@ func Example() {
 }
 
 // ExampleWithTracing records the spans of an acquire that gave up and of
-// one that waited for the holder's unlock; the holder's own acquire did
-// not wait and has none.
+// one that waited for the holder's unlock. (The holder's own acquire did
+// not wait: it has no span, unless it took 10ms.)
 func ExampleWithTracing() {
 	ctx := context.Background()
 	// In production: sdktrace.WithBatcher(exporter), e.g. an OTLP exporter.
@@ -109,6 +109,9 @@ func ExampleWithTracing() {
 		at := map[attribute.Key]string{}
 		for _, kv := range s.Attributes {
 			at[kv.Key] = kv.Value.String()
+		}
+		if at["relock.lock.owner"] != waiter.Fingerprint() {
+			continue // the holder's
 		}
 		line := []string{s.Name, at["relock.lock.type"], at["relock.lock.name"], at["relock.lock.outcome"]}
 		if e, ok := at["error.type"]; ok {

@@ -71,7 +71,9 @@ func newFixture(t *testing.T, addr string) *fixture {
 	f.rdb = newRedisClient(t, addr, &f.failing)
 	f.client = relock.New(f.rdb,
 		relockotel.WithMetrics(mp),
-		relock.WithWatchdogTimeout(300*time.Millisecond),
+		// Renewals every 333ms: soon enough for the renewal failures below,
+		// late enough for a loaded machine to keep its holds.
+		relock.WithWatchdogTimeout(time.Second),
 		relock.WithObserver(func(e relock.Event) {
 			if e.Type == relock.EventRenewalFailed {
 				select {

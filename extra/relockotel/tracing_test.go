@@ -107,10 +107,11 @@ func TestTracing(t *testing.T) {
 				tp, exp := newTracer(t)
 				rdb := redis.NewClient(&redis.Options{Addr: addr})
 				t.Cleanup(func() { _ = rdb.Close() })
-				// Acquires shorter than 100ms have no span: far more than an
+				// Acquires shorter than minWait have no span: far longer than an
 				// uncontended acquire takes, even on a loaded machine.
-				c := relock.New(rdb, relockotel.WithTracing(tp, relockotel.WithMinWait(100*time.Millisecond)),
-					relock.WithWatchdogTimeout(600*time.Millisecond))
+				const minWait = 100 * time.Millisecond
+				c := relock.New(rdb, relockotel.WithTracing(tp, relockotel.WithMinWait(minWait)),
+					relock.WithWatchdogTimeout(1500*time.Millisecond))
 				t.Cleanup(func() { _ = c.Close() })
 				name := uniqueName(t)
 				a, b := lt.make(c, name).(traced), lt.make(c, name).(traced)
@@ -123,14 +124,52 @@ func TestTracing(t *testing.T) {
 						assert.Equal(t, lt.mode, v.AsString(), "relock.lock.mode")
 					}
 				}
+				// lockA takes the lock with a, which does not wait: a span of
+				// it is one that took minWait (a machine so loaded that an
+				// uncontended acquire took that long), and none if the call
+				// took less.
+				var slowA int
+				lockA := func() {
+					t.Helper()
+					start := time.Now()
+					require.NoError(t, a.Lock(ctx))
+					if took := time.Since(start); took >= minWait {
+						slowA++
+						t.Logf("an uncontended acquire took %v: it may have a span", took)
+					}
+				}
+				// spansOf returns the spans of owner o; the others must be
+				// acquires of a that took minWait.
+				spansOf := func(o traced) tracetest.SpanStubs {
+					t.Helper()
+					var mine tracetest.SpanStubs
+					others := 0
+					for _, s := range exp.GetSpans() {
+						at := attrs(s)
+						if at["relock.lock.owner"].AsString() == o.Fingerprint() {
+							mine = append(mine, s)
+							continue
+						}
+						others++
+						assert.Equal(t, a.Fingerprint(), at["relock.lock.owner"].AsString(), "span %s of another owner", s.Name)
+						assert.Equal(t, relockotel.SpanAcquire, s.Name)
+						assert.Equal(t, "acquired", at["relock.lock.outcome"].AsString())
+						assert.GreaterOrEqual(t, s.EndTime.Sub(s.StartTime), minWait, "a's span")
+					}
+					assert.LessOrEqual(t, others, slowA, "spans of acquires that did not take %v", minWait)
+					return mine
+				}
 
-				// An acquire that did not wait: no span.
-				require.NoError(t, a.Lock(ctx))
+				// An acquire that did not wait: no span (spansOf checks that
+				// any span of a's is of an acquire that took minWait).
+				lockA()
 				require.NoError(t, a.Unlock(ctx))
-				assert.Empty(t, exp.GetSpans(), "spans of an uncontended hold")
+				assert.Empty(t, spansOf(b), "spans of b")
+				exp.Reset()
+				slowA = 0
 
 				// An acquire that waited for the holder's unlock.
-				require.NoError(t, a.Lock(ctx))
+				lockA()
 				unlocked := make(chan error, 1)
 				go func() {
 					time.Sleep(300 * time.Millisecond)
@@ -141,8 +180,8 @@ func TestTracing(t *testing.T) {
 				got := time.Now()
 				require.NoError(t, <-unlocked)
 				require.NoError(t, b.Unlock(ctx))
-				spans := exp.GetSpans()
-				require.Len(t, spans, 1, "spans after a waited acquire")
+				spans := spansOf(b)
+				require.Len(t, spans, 1, "spans of the waited acquire")
 				s := spans[0]
 				assert.Equal(t, relockotel.SpanAcquire, s.Name)
 				assert.Equal(t, relockotel.ScopeName, s.InstrumentationScope.Name)
@@ -150,7 +189,6 @@ func TestTracing(t *testing.T) {
 				at := attrs(s)
 				assert.Equal(t, lt.kind, at["relock.lock.type"].AsString())
 				assert.Equal(t, name, at["relock.lock.name"].AsString())
-				assert.Equal(t, b.Fingerprint(), at["relock.lock.owner"].AsString())
 				assert.Equal(t, "acquired", at["relock.lock.outcome"].AsString())
 				mode(s)
 				_, hasErr := at["error.type"]
@@ -158,27 +196,30 @@ func TestTracing(t *testing.T) {
 				wait := at["relock.lock.wait.duration"].AsFloat64()
 				assert.GreaterOrEqual(t, wait, 0.25, "wait (s)")
 				assert.InDelta(t, wait, s.EndTime.Sub(s.StartTime).Seconds(), 1e-6, "the span lasts the wait")
-				// The span began when the call did and ended when it returned.
-				assert.WithinDuration(t, began, s.StartTime, 50*time.Millisecond, "start")
-				assert.WithinDuration(t, got, s.EndTime, 50*time.Millisecond, "end")
+				// The span lies within the call: it began when the call did
+				// (give or take the gap between the hold's start and its
+				// event) and ended before the call returned.
+				const clocks = time.Millisecond // the span's times are wall-clock readings
+				assert.False(t, s.StartTime.Before(began.Add(-clocks)), "start %v before the call %v", s.StartTime, began)
+				assert.False(t, s.EndTime.After(got.Add(clocks)), "end %v after the call returned %v", s.EndTime, got)
 				assert.Equal(t, codes.Unset, s.Status.Code)
 				exp.Reset()
+				slowA = 0
 
 				// An acquire whose ctx ends while the lock is held elsewhere.
-				require.NoError(t, a.Lock(ctx))
+				lockA()
 				tctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 				err := b.Lock(tctx)
 				cancel()
 				require.ErrorIs(t, err, context.DeadlineExceeded)
 				require.NoError(t, a.Unlock(ctx))
-				spans = exp.GetSpans()
-				require.Len(t, spans, 1, "spans after an acquire that timed out")
+				spans = spansOf(b)
+				require.Len(t, spans, 1, "spans of the acquire that timed out")
 				s = spans[0]
 				assert.Equal(t, relockotel.SpanAcquire, s.Name)
 				at = attrs(s)
 				assert.Equal(t, "failed", at["relock.lock.outcome"].AsString())
 				assert.Equal(t, "timeout", at["error.type"].AsString())
-				assert.Equal(t, b.Fingerprint(), at["relock.lock.owner"].AsString())
 				mode(s)
 				assert.GreaterOrEqual(t, s.EndTime.Sub(s.StartTime), 250*time.Millisecond, "span length")
 				assert.Equal(t, codes.Error, s.Status.Code)
@@ -187,11 +228,12 @@ func TestTracing(t *testing.T) {
 				assert.True(t, ok, "exception event")
 				assert.Equal(t, err.Error(), msg)
 				exp.Reset()
+				slowA = 0
 
 				// A hold lost behind the holder's back: its key is deleted, the
 				// watchdog's next renewal finds out.
-				require.NoError(t, a.Lock(ctx))
-				locked := time.Now()
+				lockBegan := time.Now()
+				lockA()
 				n, err := rdb.Del(ctx, "relock:"+lt.kind+":{"+name+"}").Result()
 				require.NoError(t, err)
 				require.Equal(t, int64(1), n, "keys deleted")
@@ -200,22 +242,29 @@ func TestTracing(t *testing.T) {
 				case <-time.After(5 * time.Second):
 					t.Fatal("the hold was not lost after its key was deleted")
 				}
+				lost := time.Now()
 				require.ErrorIs(t, a.Unlock(ctx), relock.ErrNotHeld)
 				// Lost fires before the observers have seen the loss.
-				require.Eventually(t, func() bool { return len(exp.GetSpans()) > 0 }, 5*time.Second, 5*time.Millisecond,
+				lostSpans := func() tracetest.SpanStubs { return spansNamed(exp, relockotel.SpanLost) }
+				require.Eventually(t, func() bool { return len(lostSpans()) > 0 }, 5*time.Second, 5*time.Millisecond,
 					"no span for the lost hold")
-				spans = exp.GetSpans()
-				require.Len(t, spans, 1, "spans after a lost hold")
-				s = spans[0]
+				spans = spansOf(a)
+				require.Len(t, lostSpans(), 1, "spans of the lost hold")
+				for _, sp := range spans {
+					if sp.Name == relockotel.SpanLost {
+						s = sp
+					}
+				}
 				assert.Equal(t, relockotel.SpanLost, s.Name)
 				at = attrs(s)
 				assert.Equal(t, lt.kind, at["relock.lock.type"].AsString())
 				assert.Equal(t, name, at["relock.lock.name"].AsString())
-				assert.Equal(t, a.Fingerprint(), at["relock.lock.owner"].AsString())
 				assert.Equal(t, "gone", at["relock.lock.loss.reason"].AsString())
 				assert.InDelta(t, at["relock.lock.hold.duration"].AsFloat64(), s.EndTime.Sub(s.StartTime).Seconds(), 1e-6,
 					"the span lasts the hold")
-				assert.WithinDuration(t, locked, s.StartTime, 50*time.Millisecond, "the span begins with the hold")
+				// It began with the hold, before the loss.
+				assert.False(t, s.StartTime.Before(lockBegan.Add(-clocks)), "start %v before the Lock call %v", s.StartTime, lockBegan)
+				assert.True(t, s.StartTime.Before(lost), "start %v after the loss %v", s.StartTime, lost)
 				assert.Equal(t, codes.Error, s.Status.Code)
 				require.ErrorIs(t, a.LostErr(), relock.ErrLockGone)
 				assert.Equal(t, a.LostErr().Error(), s.Status.Description)
@@ -251,14 +300,22 @@ func TestTracingElection(t *testing.T) {
 		require.NoError(t, <-resigned)
 		require.NoError(t, b.Resign(ctx))
 
-		spans := spansNamed(exp, relockotel.SpanAcquire)
-		require.Len(t, spans, 1, "acquire spans")
+		// a's Campaign did not wait: it has a span only if it took 100ms.
+		var spans tracetest.SpanStubs
+		for _, s := range exp.GetSpans() {
+			if attrs(s)["relock.lock.owner"].AsString() == b.Fingerprint() {
+				spans = append(spans, s)
+			} else {
+				assert.GreaterOrEqual(t, s.EndTime.Sub(s.StartTime), 100*time.Millisecond, "span %s of a", s.Name)
+			}
+		}
+		require.Len(t, spans, 1, "spans of the Campaign that waited")
+		assert.Equal(t, relockotel.SpanAcquire, spans[0].Name)
 		at := attrs(spans[0])
 		assert.Equal(t, "election", at["relock.lock.type"].AsString())
 		assert.Equal(t, name, at["relock.lock.name"].AsString())
-		assert.Equal(t, b.Fingerprint(), at["relock.lock.owner"].AsString())
+		assert.Equal(t, "acquired", at["relock.lock.outcome"].AsString())
 		assert.GreaterOrEqual(t, at["relock.lock.wait.duration"].AsFloat64(), 0.25)
-		assert.Len(t, exp.GetSpans(), 1, "spans")
 		noTokens(t, exp.GetSpans(), a.Token(), b.Token())
 	})
 }
@@ -294,8 +351,17 @@ func TestTracingOptIn(t *testing.T) {
 	global := relock.New(redis.NewClient(&redis.Options{Addr: srv.Addr()}), relockotel.WithTracing(nil))
 	t.Cleanup(func() { _ = global.Close() })
 	refused(global)
-	spans := exp.GetSpans()
-	require.Len(t, spans, 1, "spans with WithTracing(nil)")
+	// The Lock did not wait: it has a span only if it took 10ms (a loaded
+	// machine).
+	var spans tracetest.SpanStubs
+	for _, s := range exp.GetSpans() {
+		if attrs(s)["relock.lock.outcome"].AsString() == "failed" {
+			spans = append(spans, s)
+		} else {
+			assert.GreaterOrEqual(t, s.EndTime.Sub(s.StartTime), relockotel.DefaultMinWait, "span of the Lock")
+		}
+	}
+	require.Len(t, spans, 1, "spans of failures with WithTracing(nil)")
 	at := attrs(spans[0])
 	assert.Equal(t, "refused", at["error.type"].AsString())
 	assert.True(t, strings.HasPrefix(spans[0].Status.Description, "mutex: "), "status %q", spans[0].Status.Description)

@@ -238,13 +238,10 @@ func TestMetrics(t *testing.T) {
 				assert.Equal(t, uint64(1), hist(t, rm, "relock.lock.hold.duration", lockAttrs(lt.kind, lt.mode)...).Count)
 				assert.Equal(t, int64(0), held(rm), "held after unlock")
 
-				// A Lock that waits for the holder's unlock.
+				// A Lock that waits for the holder's unlock, made 100ms after
+				// b was seen waiting (see unlockAfterWaiter).
 				require.NoError(t, a.Lock(ctx))
-				unlocked := make(chan error, 1)
-				go func() {
-					time.Sleep(100 * time.Millisecond)
-					unlocked <- a.Unlock(ctx)
-				}()
+				unlocked := unlockAfterWaiter(t, f.rdb, name, 100*time.Millisecond, func() error { return a.Unlock(ctx) })
 				require.NoError(t, b.Lock(ctx))
 				require.NoError(t, <-unlocked)
 				require.NoError(t, b.Unlock(ctx))
@@ -252,16 +249,22 @@ func TestMetrics(t *testing.T) {
 				wait := hist(t, rm, "relock.lock.wait.duration", lockAttrs(lt.kind, lt.mode, acquired)...)
 				assert.Equal(t, uint64(3), wait.Count, "waits recorded")
 				maxWait, _ := wait.Max.Value()
-				assert.GreaterOrEqual(t, maxWait, 0.05, "longest wait (s)")
-				assert.Greater(t, wait.Sum, 0.05, "wait sum (s)")
+				assert.GreaterOrEqual(t, maxWait, 0.1, "longest wait (s)")
+				assert.GreaterOrEqual(t, wait.Sum, 0.1, "wait sum (s)")
 				assert.Equal(t, int64(3), sum(t, rm, "relock.lock.acquisitions", lockAttrs(lt.kind, lt.mode, acquired)...))
 				assert.Equal(t, int64(0), held(rm), "held after the waiter's unlock")
 
 				// A Lock whose ctx ends while the lock is held elsewhere.
 				require.NoError(t, a.Lock(ctx))
-				tctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+				noWaiter(t, f.rdb, name)
+				tctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+				deadline, _ := tctx.Deadline()
+				stop := watchWaiter(f.rdb, name)
 				err := b.Lock(tctx)
 				cancel()
+				// b's call began before it was seen waiting, and failed at its
+				// deadline or later.
+				atLeast := waitedAtLeast(t, deadline, stop).Seconds()
 				require.ErrorIs(t, err, relock.ErrNotObtained, "holder's loss: %v", a.LostErr())
 				require.ErrorIs(t, err, context.DeadlineExceeded)
 				require.NoError(t, a.Unlock(ctx))
@@ -269,7 +272,7 @@ func TestMetrics(t *testing.T) {
 				assert.Equal(t, int64(1), sum(t, rm, "relock.lock.acquisitions", lockAttrs(lt.kind, lt.mode, failed)...))
 				failWait := hist(t, rm, "relock.lock.wait.duration", lockAttrs(lt.kind, lt.mode, failed)...)
 				assert.Equal(t, uint64(1), failWait.Count, "failed waits recorded")
-				assert.GreaterOrEqual(t, failWait.Sum, 0.04, "failed wait (s)")
+				assert.GreaterOrEqual(t, failWait.Sum, atLeast, "failed wait (s)")
 
 				// A hold lost behind the holder's back.
 				lostHolds := hist(t, rm, "relock.lock.hold.duration", kind).Count

@@ -168,13 +168,10 @@ func TestTracing(t *testing.T) {
 				exp.Reset()
 				slowA = 0
 
-				// An acquire that waited for the holder's unlock.
+				// An acquire that waited for the holder's unlock, made 300ms
+				// after b was seen waiting.
 				lockA()
-				unlocked := make(chan error, 1)
-				go func() {
-					time.Sleep(300 * time.Millisecond)
-					unlocked <- a.Unlock(ctx)
-				}()
+				unlocked := unlockAfterWaiter(t, rdb, name, 300*time.Millisecond, func() error { return a.Unlock(ctx) })
 				began := time.Now()
 				require.NoError(t, b.Lock(ctx))
 				got := time.Now()
@@ -208,9 +205,16 @@ func TestTracing(t *testing.T) {
 
 				// An acquire whose ctx ends while the lock is held elsewhere.
 				lockA()
+				noWaiter(t, rdb, name)
 				tctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+				deadline, _ := tctx.Deadline()
+				stop := watchWaiter(rdb, name)
+				beganTimeout := time.Now()
 				err := b.Lock(tctx)
 				cancel()
+				// b's call began before it was seen waiting, and failed at its
+				// deadline or later: it waited at least that long.
+				atLeast := waitedAtLeast(t, deadline, stop)
 				require.ErrorIs(t, err, context.DeadlineExceeded)
 				require.NoError(t, a.Unlock(ctx))
 				spans = spansOf(b)
@@ -221,7 +225,9 @@ func TestTracing(t *testing.T) {
 				assert.Equal(t, "failed", at["relock.lock.outcome"].AsString())
 				assert.Equal(t, "timeout", at["error.type"].AsString())
 				mode(s)
-				assert.GreaterOrEqual(t, s.EndTime.Sub(s.StartTime), 250*time.Millisecond, "span length")
+				assert.GreaterOrEqual(t, s.EndTime.Sub(s.StartTime), atLeast, "span length")
+				assert.False(t, s.StartTime.Before(beganTimeout.Add(-clocks)), "start %v before the call %v", s.StartTime, beganTimeout)
+				assert.False(t, s.EndTime.Before(deadline.Add(-clocks)), "end %v before the deadline %v", s.EndTime, deadline)
 				assert.Equal(t, codes.Error, s.Status.Code)
 				assert.Equal(t, err.Error(), s.Status.Description)
 				msg, ok := exception(s)
@@ -291,11 +297,7 @@ func TestTracingElection(t *testing.T) {
 		a, b := election.New(c, name), election.New(c, name)
 
 		require.NoError(t, a.Campaign(ctx, "a"))
-		resigned := make(chan error, 1)
-		go func() {
-			time.Sleep(300 * time.Millisecond)
-			resigned <- a.Resign(ctx)
-		}()
+		resigned := unlockAfterWaiter(t, rdb, name, 300*time.Millisecond, func() error { return a.Resign(ctx) })
 		require.NoError(t, b.Campaign(ctx, "b"))
 		require.NoError(t, <-resigned)
 		require.NoError(t, b.Resign(ctx))

@@ -2,7 +2,6 @@ package relock_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"runtime"
 	"strings"
@@ -10,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -455,41 +452,4 @@ func TestMultiLockBadInput(t *testing.T) {
 	// The same name in two kinds is two locks.
 	m := relock.MultiLock(mutex.New(c, "x"), rwlock.New(c, "x"))
 	assert.NotErrorIs(t, m.Lock(ctx), relock.ErrInvalidOption)
-}
-
-// Two accounts are updated together under both of their locks. Whatever
-// order each transfer names them in, the Multi takes them in one order,
-// so concurrent transfers never deadlock. The example runs on an embedded
-// miniredis; use your Redis address instead.
-func ExampleMultiLock() {
-	srv, _ := miniredis.Run()
-	defer srv.Close()
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
-	defer rdb.Close()
-	c := relock.New(rdb)
-	defer c.Close()
-	ctx := context.Background()
-	rdb.Set(ctx, "balance:alice", 100, 0)
-	rdb.Set(ctx, "balance:bob", 100, 0)
-
-	transfer := func(from, to string, amount int) {
-		both := relock.MultiLock(mutex.New(c, "account:"+from), mutex.New(c, "account:"+to))
-		if err := both.Lock(ctx); err != nil {
-			panic(err)
-		}
-		defer both.Unlock(ctx)
-		rdb.DecrBy(ctx, "balance:"+from, int64(amount))
-		rdb.IncrBy(ctx, "balance:"+to, int64(amount))
-	}
-	var wg sync.WaitGroup
-	for i := 0; i < 10; i++ {
-		wg.Add(2)
-		go func() { defer wg.Done(); transfer("alice", "bob", 3) }()
-		go func() { defer wg.Done(); transfer("bob", "alice", 1) }()
-	}
-	wg.Wait()
-	alice, _ := rdb.Get(ctx, "balance:alice").Int()
-	bob, _ := rdb.Get(ctx, "balance:bob").Int()
-	fmt.Println("alice", alice, "bob", bob)
-	// Output: alice 80 bob 120
 }

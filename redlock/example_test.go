@@ -28,29 +28,22 @@ func Example() {
 	}
 
 	lock := redlock.New(clients, "nightly-report")
-	if err := lock.Lock(ctx); err != nil {
-		panic(err) // errors.Is(err, redlock.ErrNoQuorum): most masters are unreachable
-	}
-	work, stop := context.WithCancel(ctx)
-	defer stop()
-	go func() {
-		select {
-		case <-lock.Lost(): // a majority can no longer be confirmed: stop
-			stop()
-		case <-work.Done():
-		}
-	}()
+	err := relock.Do(ctx, lock, func(ctx context.Context) error {
+		// ... the job, which stops when ctx is done: the lock could no
+		// longer be confirmed on a majority ...
 
-	// One master fails during the job: the lock holds.
-	servers[2].Close()
-	other := redlock.New(clients, "nightly-report") // another owner, as another process would be
+		// One master fails during the job: the lock holds.
+		servers[2].Close()
+		other := redlock.New(clients, "nightly-report") // another owner, as another process would be
+		ok, err := other.TryLock(ctx)
+		fmt.Println("another owner got it:", ok, err)
+		return nil
+	})
+	fmt.Println("job:", err) // errors.Is(err, redlock.ErrNoQuorum): most masters were unreachable
+
+	other := redlock.New(clients, "nightly-report")
 	ok, err := other.TryLock(ctx)
-	fmt.Println("another owner got it:", ok, err)
-
-	// ... the job, which watches work.Done() ...
-	fmt.Println("unlock:", lock.Unlock(ctx))
-	ok, err = other.TryLock(ctx)
-	fmt.Println("after the unlock, another owner got it:", ok, err)
+	fmt.Println("after the job, another owner got it:", ok, err)
 	fmt.Println("unlock:", other.Unlock(ctx))
 
 	servers[1].Close() // two of three down: no majority
@@ -58,8 +51,8 @@ func Example() {
 	fmt.Println("with 2 of 3 masters down:", errors.Is(err, redlock.ErrNoQuorum))
 	// Output:
 	// another owner got it: false <nil>
-	// unlock: <nil>
-	// after the unlock, another owner got it: true <nil>
+	// job: <nil>
+	// after the job, another owner got it: true <nil>
 	// unlock: <nil>
 	// with 2 of 3 masters down: true
 }

@@ -12,8 +12,8 @@ import (
 )
 
 // A function holding "order:42" calls another that locks "order:42"
-// through the same handle: the inner Lock re-enters instead of
-// deadlocking, while a second handle stays out until the outer Unlock.
+// through the same handle: the inner Do re-enters instead of deadlocking,
+// while a second handle stays out until the outer Do unlocks.
 func Example_nested() {
 	srv, _ := miniredis.Run() // any Redis: here an embedded one
 	defer srv.Close()
@@ -24,26 +24,24 @@ func Example_nested() {
 	order := reentrant.New(c, "order:42")
 	other := reentrant.New(c, "order:42")
 
-	addLine := func() error {
-		if err := order.Lock(ctx); err != nil { // re-entry: count 2
-			return err
-		}
-		defer order.Unlock(ctx)
-		n, _ := order.HoldCount(ctx)
-		ok, _ := other.TryLock(ctx)
-		fmt.Println("inner: holds", n, "- other handle got it:", ok)
-		return nil
+	addLine := func(ctx context.Context) error {
+		return relock.Do(ctx, order, func(ctx context.Context) error { // re-entry: count 2
+			n, _ := order.HoldCount(ctx)
+			ok, _ := other.TryLock(ctx)
+			fmt.Println("inner: holds", n, "- other handle got it:", ok)
+			return nil
+		})
 	}
 
-	if err := order.Lock(ctx); err != nil {
-		panic(err)
-	}
-	if err := addLine(); err != nil {
-		panic(err)
-	}
-	n, _ := order.HoldCount(ctx)
-	fmt.Println("outer: holds", n)
-	if err := order.Unlock(ctx); err != nil {
+	err := relock.Do(ctx, order, func(ctx context.Context) error {
+		if err := addLine(ctx); err != nil {
+			return err
+		}
+		n, _ := order.HoldCount(ctx)
+		fmt.Println("outer: holds", n)
+		return nil
+	})
+	if err != nil {
 		panic(err)
 	}
 	ok, _ := other.TryLock(ctx)

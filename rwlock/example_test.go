@@ -59,3 +59,26 @@ func Example() {
 	// reader admitted while writing: false
 	// upgrade refused: true
 }
+
+// Do takes a read hold through RLocker: readers share the lock while
+// writers wait, and the function's ctx ends if the hold is lost.
+func ExampleRWMutex_RLocker() {
+	srv, _ := miniredis.Run()
+	defer srv.Close()
+	c := relock.New(redis.NewClient(&redis.Options{Addr: srv.Addr()}))
+	defer c.Close()
+	ctx := context.Background()
+
+	config := rwlock.New(c, "config")
+	err := relock.Do(ctx, config.RLocker(), func(ctx context.Context) error {
+		// ... read the configuration, with ctx ...
+		writer := rwlock.New(c, "config")
+		ok, err := writer.TryLock(ctx)
+		fmt.Println("reading; a writer admitted:", ok, err)
+		return nil
+	})
+	fmt.Println("done:", err, "- still reading:", config.RHeld())
+	// Output:
+	// reading; a writer admitted: false <nil>
+	// done: <nil> - still reading: false
+}

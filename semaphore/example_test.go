@@ -39,22 +39,23 @@ func Example() {
 			defer wg.Done()
 			api := semaphore.New(c, "api", 3) // one handle per worker
 			for job := 0; job < 3; job++ {
-				if err := api.Acquire(ctx, 1); err != nil {
-					panic(err)
-				}
-				mu.Lock()
-				inFlight++
-				most = max(most, inFlight)
-				mu.Unlock()
+				// Do holds one permit while the function runs.
+				err := relock.Do(ctx, api.Locker(1), func(ctx context.Context) error {
+					mu.Lock()
+					inFlight++
+					most = max(most, inFlight)
+					mu.Unlock()
 
-				time.Sleep(5 * time.Millisecond) // the API call
+					time.Sleep(5 * time.Millisecond) // the API call, with ctx
 
-				mu.Lock()
-				inFlight--
-				calls++
-				mu.Unlock()
-				if err := api.Release(ctx, 1); err != nil {
-					panic(err)
+					mu.Lock()
+					inFlight--
+					calls++
+					mu.Unlock()
+					return nil
+				})
+				if err != nil {
+					fmt.Println(err)
 				}
 			}
 		}()

@@ -25,10 +25,12 @@
 // Owners are shown by their fingerprint (8 hex digits of a hash of the
 // owner's token, the same as in relock's events and logs), never by their
 // token. Lock types: mutex, reentrant, fair, rwlock, semaphore (with its
-// permits: used and capacity) and latch; one name may have a lock of each
-// type. A lock's state is "held" or "free", an rwlock's "read" or
-// "write", and a latch's, which nobody holds, its count ("count 2"; "open"
-// at zero). A fair lock whose hash is gone while waiters are still queued
+// permits: used and capacity), latch and election (its leader, term and
+// queued candidates, each with its value, which -json calls metadata, and
+// its term "fence"); one name may have a lock of each type. A lock's state
+// is "held" or "free" (an election with or without a leader), an rwlock's
+// "read" or "write", and a latch's, which nobody holds, its count ("count
+// 2"; "open" at zero). A fair lock whose hash is gone while waiters are still queued
 // (or an rwlock whose hash is gone while writers are still registered as
 // waiting) is shown as free, with its waiters.
 //
@@ -38,7 +40,8 @@
 //
 // force-unlock shows each held lock's holders and asks for confirmation on
 // stdin, unless -yes; it deletes the lock only while exactly the holders
-// shown (or, with -yes, read) hold it, and wakes the lock's waiters; the
+// shown (or, with -yes, read) hold it, and wakes the lock's waiters (an
+// election's next candidate is made leader, as by election.ForceResign); the
 // former holders learn of it at their next renewal. "Exactly the holders
 // shown" means the same owners, no more and no fewer, each whatever its
 // hold count, read or write mode or permits now: an owner that re-entered
@@ -56,7 +59,14 @@
 // # run
 //
 // run is the equivalent of consul lock and etcdctl lock: one instance of a
-// command at a time across machines. Its flags:
+// command at a time across machines. For example, from cron on several
+// machines:
+//
+//	relock -redis redis://redis:6379 run nightly-report -- ./report.sh --date today
+//	relock -redis redis://redis:6379 run -try nightly-report -- ./report.sh   # skip if running elsewhere (exit 75)
+//	relock -redis redis://redis:6379 run -n 3 -timeout 10m import -- ./import.sh   # at most 3 at once
+//
+// Its flags:
 //
 //	-n N           with N > 1, hold one permit of a semaphore of N permits
 //	               called NAME instead of the mutex: at most N COMMANDs at once

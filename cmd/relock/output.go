@@ -14,8 +14,10 @@ import (
 
 // jsonLock is the JSON form of a lock (one object per line). Optional
 // fields are those of one lock type: queue (mutex, reentrant, fair,
-// semaphore), mode and waiting_writers (rwlock), permits and used
-// (semaphore), count (latch), fence (locks used with fencing).
+// semaphore, election), mode and waiting_writers (rwlock), permits and
+// used (semaphore), count (latch), fence (locks used with fencing; an
+// election's term, while it has a leader). An election's owner is its
+// leader, and the metadata of its owner and queue are their values.
 type jsonLock struct {
 	Kind           string        `json:"kind"`
 	Name           string        `json:"name"`
@@ -117,7 +119,10 @@ func writeDetails(w io.Writer, locks []inspect.Lock) error {
 		if l.Held {
 			head += ", ttl " + ttlString(l.TTL)
 		}
-		if l.HasFence {
+		switch {
+		case l.HasFence && l.Kind == "election":
+			head += ", term " + strconv.FormatInt(l.Fence, 10)
+		case l.HasFence:
 			head += ", fence " + strconv.FormatInt(l.Fence, 10)
 		}
 		if l.Kind == "semaphore" {
@@ -144,6 +149,11 @@ func writeDetails(w io.Writer, locks []inspect.Lock) error {
 				for _, o := range l.Owners {
 					fmt.Fprintf(t, "  %s\t%d\t%s%s\n", o.Fingerprint, o.Count, ttlString(o.Expires), mv(o.Metadata))
 				}
+			case "election":
+				fmt.Fprintln(t, "  LEADER\tVALUE")
+				for _, o := range l.Owners {
+					fmt.Fprintf(t, "  %s\t%s\n", o.Fingerprint, shortValue(o.Metadata))
+				}
 			default:
 				fmt.Fprintln(t, "  OWNER\tHOLDS"+mh)
 				for _, o := range l.Owners {
@@ -156,12 +166,18 @@ func writeDetails(w io.Writer, locks []inspect.Lock) error {
 		}
 		if len(l.Queue) > 0 {
 			t := table(w)
-			if l.Kind == "semaphore" {
+			switch l.Kind {
+			case "semaphore":
 				fmt.Fprintln(t, "  QUEUE\tWAITER\tWANTS\tALIVE")
 				for i, q := range l.Queue {
 					fmt.Fprintf(t, "  %d\t%s\t%d\t%s\n", i+1, q.Fingerprint, q.Count, aliveString(q.Alive))
 				}
-			} else {
+			case "election":
+				fmt.Fprintln(t, "  QUEUE\tCANDIDATE\tALIVE\tVALUE")
+				for i, q := range l.Queue {
+					fmt.Fprintf(t, "  %d\t%s\t%s\t%s\n", i+1, q.Fingerprint, aliveString(q.Alive), shortValue(q.Metadata))
+				}
+			default:
 				fmt.Fprintln(t, "  QUEUE\tWAITER\tALIVE")
 				for i, q := range l.Queue {
 					fmt.Fprintf(t, "  %d\t%s\t%s\n", i+1, q.Fingerprint, aliveString(q.Alive))
@@ -242,7 +258,10 @@ func ownersCell(l inspect.Lock) string {
 	case o.Count > 1:
 		s += fmt.Sprintf(" x%d", o.Count)
 	}
-	if o.Metadata != "" {
+	switch {
+	case l.Kind == "election" && o.Metadata != "":
+		s += " (" + shortValue(o.Metadata) + ")"
+	case o.Metadata != "":
 		s += " (" + displayName(o.Metadata) + ")"
 	}
 	if n := len(l.Owners) - 1; n > 0 {
@@ -257,6 +276,19 @@ func displayName(name string) string {
 		return strconv.Quote(name)
 	}
 	return name
+}
+
+// shortValue shows an election's value (up to 64 KiB) in a table: its
+// first 40 characters, quoted as displayName does, "-" when empty. -json
+// shows it whole.
+func shortValue(v string) string {
+	if v == "" {
+		return "-"
+	}
+	if r := []rune(v); len(r) > 40 {
+		v = string(r[:37]) + "..."
+	}
+	return displayName(v)
 }
 
 // ttlString shows a remaining lease: "850ms", "29.8s", "5m3s".

@@ -2,6 +2,10 @@ module github.com/relock-go/relock/extra/relockotel
 
 go 1.26.0
 
+// In this repository, build and test against the relock beside it. The go
+// command applies only the main module's replace directives: a user's build
+// ignores this one and uses the relock release required below (see doc.go,
+// "Versions", and README.md, "Releasing").
 replace github.com/relock-go/relock => ../..
 
 require (
@@ -9,12 +13,14 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/common v0.72.0
 	github.com/redis/go-redis/v9 v9.7.3
-	github.com/relock-go/relock v0.0.0-00010101000000-000000000000
+	github.com/relock-go/relock v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/exporters/prometheus v0.69.0
 	go.opentelemetry.io/otel/metric v1.47.0
+	go.opentelemetry.io/otel/sdk v1.47.0
 	go.opentelemetry.io/otel/sdk/metric v1.47.0
+	go.opentelemetry.io/otel/trace v1.47.0
 	go.yaml.in/yaml/v3 v3.0.5
 )
 
@@ -32,8 +38,6 @@ require (
 	github.com/yuin/gopher-lua v1.1.1 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
-	go.opentelemetry.io/otel/sdk v1.47.0 // indirect
-	go.opentelemetry.io/otel/trace v1.47.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )

@@ -57,7 +57,7 @@ var (
 // sets are built once, in WithMetrics. These are the types that emit
 // events (a latch emits none).
 var (
-	knownKinds = []string{"mutex", "reentrant", "fair", "rwlock", "semaphore", "redlock"}
+	knownKinds = []string{"mutex", "reentrant", "fair", "rwlock", "semaphore", "redlock", "election"}
 	knownModes = []string{"", "read", "write"}
 )
 

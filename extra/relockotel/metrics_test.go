@@ -23,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/relock-go/relock"
+	"github.com/relock-go/relock/election"
 	"github.com/relock-go/relock/extra/relockotel"
 	"github.com/relock-go/relock/fair"
 	"github.com/relock-go/relock/mutex"
@@ -70,7 +71,9 @@ func newFixture(t *testing.T, addr string) *fixture {
 	f.rdb = newRedisClient(t, addr, &f.failing)
 	f.client = relock.New(f.rdb,
 		relockotel.WithMetrics(mp),
-		relock.WithWatchdogTimeout(300*time.Millisecond),
+		// Renewals every 333ms: soon enough for the renewal failures below,
+		// late enough for a loaded machine to keep its holds.
+		relock.WithWatchdogTimeout(time.Second),
 		relock.WithObserver(func(e relock.Event) {
 			if e.Type == relock.EventRenewalFailed {
 				select {
@@ -235,13 +238,10 @@ func TestMetrics(t *testing.T) {
 				assert.Equal(t, uint64(1), hist(t, rm, "relock.lock.hold.duration", lockAttrs(lt.kind, lt.mode)...).Count)
 				assert.Equal(t, int64(0), held(rm), "held after unlock")
 
-				// A Lock that waits for the holder's unlock.
+				// A Lock that waits for the holder's unlock, made 100ms after
+				// b was seen waiting (see unlockAfterWaiter).
 				require.NoError(t, a.Lock(ctx))
-				unlocked := make(chan error, 1)
-				go func() {
-					time.Sleep(100 * time.Millisecond)
-					unlocked <- a.Unlock(ctx)
-				}()
+				unlocked := unlockAfterWaiter(t, f.rdb, name, 100*time.Millisecond, func() error { return a.Unlock(ctx) })
 				require.NoError(t, b.Lock(ctx))
 				require.NoError(t, <-unlocked)
 				require.NoError(t, b.Unlock(ctx))
@@ -249,16 +249,22 @@ func TestMetrics(t *testing.T) {
 				wait := hist(t, rm, "relock.lock.wait.duration", lockAttrs(lt.kind, lt.mode, acquired)...)
 				assert.Equal(t, uint64(3), wait.Count, "waits recorded")
 				maxWait, _ := wait.Max.Value()
-				assert.GreaterOrEqual(t, maxWait, 0.05, "longest wait (s)")
-				assert.Greater(t, wait.Sum, 0.05, "wait sum (s)")
+				assert.GreaterOrEqual(t, maxWait, 0.1, "longest wait (s)")
+				assert.GreaterOrEqual(t, wait.Sum, 0.1, "wait sum (s)")
 				assert.Equal(t, int64(3), sum(t, rm, "relock.lock.acquisitions", lockAttrs(lt.kind, lt.mode, acquired)...))
 				assert.Equal(t, int64(0), held(rm), "held after the waiter's unlock")
 
 				// A Lock whose ctx ends while the lock is held elsewhere.
 				require.NoError(t, a.Lock(ctx))
-				tctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+				noWaiter(t, f.rdb, name)
+				tctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+				deadline, _ := tctx.Deadline()
+				stop := watchWaiter(f.rdb, name)
 				err := b.Lock(tctx)
 				cancel()
+				// b's call began before it was seen waiting, and failed at its
+				// deadline or later.
+				atLeast := waitedAtLeast(t, deadline, stop).Seconds()
 				require.ErrorIs(t, err, relock.ErrNotObtained, "holder's loss: %v", a.LostErr())
 				require.ErrorIs(t, err, context.DeadlineExceeded)
 				require.NoError(t, a.Unlock(ctx))
@@ -266,7 +272,7 @@ func TestMetrics(t *testing.T) {
 				assert.Equal(t, int64(1), sum(t, rm, "relock.lock.acquisitions", lockAttrs(lt.kind, lt.mode, failed)...))
 				failWait := hist(t, rm, "relock.lock.wait.duration", lockAttrs(lt.kind, lt.mode, failed)...)
 				assert.Equal(t, uint64(1), failWait.Count, "failed waits recorded")
-				assert.GreaterOrEqual(t, failWait.Sum, 0.04, "failed wait (s)")
+				assert.GreaterOrEqual(t, failWait.Sum, atLeast, "failed wait (s)")
 
 				// A hold lost behind the holder's back.
 				lostHolds := hist(t, rm, "relock.lock.hold.duration", kind).Count
@@ -468,4 +474,22 @@ func TestInstrumentErrors(t *testing.T) {
 	assert.Equal(t, metricdata.Metrics{}, find(rm, "relock.lock.acquisitions"))
 	assert.Equal(t, uint64(1), hist(t, rm, "relock.lock.hold.duration", typeAttr("mutex")).Count, "holds")
 	assert.Equal(t, int64(0), sum(t, rm, "relock.lock.held", typeAttr("mutex")), "held")
+}
+
+// An election's leaderships are holds of the lock type "election".
+func TestElectionMetrics(t *testing.T) {
+	onServers(t, func(t *testing.T, addr string) {
+		ctx := context.Background()
+		f := newFixture(t, addr)
+		e := election.New(f.client, uniqueName(t))
+		kind := typeAttr("election")
+
+		require.NoError(t, e.Campaign(ctx, "host-a"))
+		assert.Equal(t, int64(1), sum(t, f.collect(t), "relock.lock.held", kind), "held while leading")
+		require.NoError(t, e.Resign(ctx))
+		rm := f.collect(t)
+		assert.Equal(t, int64(1), sum(t, rm, "relock.lock.acquisitions", kind, acquired))
+		assert.Equal(t, uint64(1), hist(t, rm, "relock.lock.hold.duration", kind).Count)
+		assert.Equal(t, int64(0), sum(t, rm, "relock.lock.held", kind), "held after the resignation")
+	})
 }

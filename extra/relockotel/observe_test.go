@@ -19,6 +19,8 @@ var holdEvents = []relock.Event{
 	{Type: relock.EventLost, Kind: "fair", Name: "n", Owner: "0123abcd", Held: time.Minute},
 	{Type: relock.EventAcquired, Kind: "semaphore", Name: "n", Owner: "0123abcd", Wait: time.Millisecond},
 	{Type: relock.EventReleased, Kind: "redlock", Name: "n", Owner: "0123abcd", Held: time.Second},
+	{Type: relock.EventAcquired, Kind: "election", Name: "n", Owner: "0123abcd", Wait: time.Millisecond},
+	{Type: relock.EventLost, Kind: "election", Name: "n", Owner: "0123abcd", Held: time.Minute},
 	{Type: relock.EventRenewalFailed, Holds: 3},
 }
 

@@ -4,7 +4,7 @@
 //
 // It is the one place outside the lock packages that knows how each lock
 // type lays out its data, one file per type (mutex.go, reentrant.go,
-// fair.go, rwlock.go): the keys, a read-only Lua script that returns all of
+// fair.go, rwlock.go, semaphore.go, latch.go, election.go): the keys, a read-only Lua script that returns all of
 // them in one consistent snapshot (with the server's TIME where deadlines
 // are kept in server time), and the decoding of its reply. When a lock
 // type's layout changes, its file here is what changes.
@@ -34,11 +34,11 @@ import (
 )
 
 // Kinds lists the lock types, in the order they are shown.
-var Kinds = []string{"mutex", "reentrant", "fair", "rwlock", "semaphore", "latch"}
+var Kinds = []string{"mutex", "reentrant", "fair", "rwlock", "semaphore", "latch", "election"}
 
 // Lock is the state of one lock (one kind and name) at one instant.
 type Lock struct {
-	Kind string // "mutex", "reentrant", "fair", "rwlock", "semaphore" or "latch"
+	Kind string // "mutex", "reentrant", "fair", "rwlock", "semaphore", "latch" or "election"
 	Name string
 	// Held reports whether some owner holds the lock now (an rwlock: a
 	// read or write hold whose expiry has not passed).
@@ -50,8 +50,9 @@ type Lock struct {
 	Owners []Owner
 	// Mode is an rwlock's "read" or "write" while held, else "".
 	Mode string
-	// Queue is the waiters of a mutex, reentrant or fair lock, in arrival
-	// order (the order in which the lock is handed to them).
+	// Queue is the waiters of a mutex, reentrant or fair lock, semaphore or
+	// election (its candidates), in arrival order (the order in which the
+	// lock is handed to them).
 	Queue []Waiter
 	// WaitingWriters are an rwlock's queued writers (they hold back new
 	// readers), in arrival order.
@@ -62,7 +63,8 @@ type Lock struct {
 	// Count is a latch's count (Held while it is above 0).
 	Count int
 	// Fence is the fencing counter (the last token issued), valid when
-	// HasFence: the counter exists only for locks used WithFencing.
+	// HasFence: the counter exists only for locks used WithFencing. An
+	// election's is its leader's term, while it has a leader.
 	Fence    int64
 	HasFence bool
 
@@ -98,7 +100,8 @@ type Owner struct {
 	// Expires is an rwlock owner's remaining time before its holds
 	// expire unless renewed (server time).
 	Expires time.Duration
-	// Metadata is what the owner gave with relock.WithMetadata, or "".
+	// Metadata is what the owner gave with relock.WithMetadata, or "";
+	// an election leader's value.
 	Metadata string
 }
 
@@ -111,7 +114,8 @@ type Waiter struct {
 	Alive time.Duration
 	// Count is the permits a semaphore waiter asks for (0 otherwise).
 	Count int
-	// Metadata is what the waiter gave with relock.WithMetadata, or "".
+	// Metadata is what the waiter gave with relock.WithMetadata, or "";
+	// an election candidate's value.
 	Metadata string
 }
 
@@ -133,7 +137,7 @@ type layout struct {
 	decode func(name string, reply any) (l Lock, ok bool, err error)
 }
 
-var layouts = []*layout{&mutexLayout, &reentrantLayout, &fairLayout, &rwlockLayout, &semaphoreLayout, &latchLayout}
+var layouts = []*layout{&mutexLayout, &reentrantLayout, &fairLayout, &rwlockLayout, &semaphoreLayout, &latchLayout, &electionLayout}
 
 func layoutOf(kind string) *layout {
 	for _, l := range layouts {

@@ -1,6 +1,7 @@
 package relock
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -69,6 +70,17 @@ type Event struct {
 	Held  time.Duration // EventReleased, EventLost: how long the hold lasted
 	Err   error         // EventFailed, EventLost, EventRenewalFailed: why (matches the same sentinels the caller sees)
 	Holds int           // EventRenewalFailed: how many holds the round could not renew
+	// Attempts is, for EventAcquired and EventFailed, how many attempts
+	// the acquire call sent to Redis (a first attempt that found the lock
+	// free: 1; 0 for a hold taken by Resume); Granted, for EventAcquired,
+	// whether a release handed the lock over to the waiting call (pushed)
+	// rather than one of its attempts taking it.
+	Attempts int
+	Granted  bool
+	// Ctx is, for EventAcquired and EventFailed, the context the caller
+	// gave the acquire call, so that an observer can tie the event to the
+	// caller's trace (its values; it may have ended); nil otherwise.
+	Ctx context.Context
 }
 
 // WithObserver adds f to the observers of the Client's events. It may be
@@ -89,7 +101,8 @@ func WithObserver(f func(Event)) Option {
 		}
 		c.Observers = append(c.Observers, func(e core.Event) {
 			f(Event{Type: EventType(e.Type), Kind: e.Kind, Name: e.Name, Mode: e.Mode, Owner: e.Owner,
-				Wait: e.Wait, Held: e.Held, Err: e.Err, Holds: e.Holds})
+				Wait: e.Wait, Held: e.Held, Err: e.Err, Holds: e.Holds,
+				Attempts: e.Attempts, Granted: e.Granted, Ctx: e.Ctx})
 		})
 	}
 }

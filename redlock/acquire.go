@@ -23,6 +23,7 @@ type call struct {
 	wait   string        // a blocking call's wait id, in its queue entries
 	queued []int8        // per master: 0 not queued, maybeQueued, queued
 	tried  bool          // an attempt was made: a blocking call's next ones keep its queue entries (the script)
+	tries  int           // attempts made (for events)
 }
 
 // Whether a blocking call is queued on a master.
@@ -48,6 +49,7 @@ type result struct {
 // that granted it or did not answer; a successful one becomes the
 // handle's hold, which later grants of masters that answered late join.
 func (m *Mutex) attempt(ctx context.Context, c *call) (result, error) {
+	c.tries++
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if h := m.cur; h != nil {
@@ -321,9 +323,10 @@ func (m *Mutex) claim(i int, c *call) time.Duration {
 }
 
 // lock is Lock (or LockFor, with lease > 0) after the argument checks.
-func (m *Mutex) lock(ctx context.Context, lease time.Duration) error {
+func (m *Mutex) lock(ctx context.Context, lease time.Duration) (err error) {
 	begin := time.Now()
 	c := &call{op: "lock", lease: lease, block: true, wait: newWaitID(), queued: make([]int8, len(m.owners))}
+	defer func() { m.failed(ctx, err, c, begin) }()
 	var w *wakeups
 	defer func() { w.close() }()
 	splits := 0
@@ -335,7 +338,7 @@ func (m *Mutex) lock(ctx context.Context, lease time.Duration) error {
 		}
 		if res.ok {
 			m.leave(c, true)
-			m.acquired(begin)
+			m.acquired(ctx, c, begin)
 			return nil
 		}
 		if w == nil {

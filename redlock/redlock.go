@@ -187,10 +187,7 @@ func (m *Mutex) Lock(ctx context.Context) error {
 	if m.err != nil {
 		return m.errorf("lock", m.err)
 	}
-	begin := time.Now()
-	err := m.lock(ctx, 0)
-	m.failed(err, begin)
-	return err
+	return m.lock(ctx, 0)
 }
 
 // LockFor is Lock for a hold with a lease of its own (Redisson's
@@ -208,10 +205,7 @@ func (m *Mutex) LockFor(ctx context.Context, lease time.Duration) error {
 	if err := m.checkLease(lease); err != nil {
 		return m.errorf("lock", err)
 	}
-	begin := time.Now()
-	err := m.lock(ctx, lease)
-	m.failed(err, begin)
-	return err
+	return m.lock(ctx, lease)
 }
 
 // TryLockFor is TryLock with LockFor's lease.
@@ -272,9 +266,9 @@ func (m *Mutex) tryLock(ctx context.Context, lease time.Duration) (bool, error) 
 		res, err = m.attempt(ctx, c)
 	}
 	if err == nil && res.ok {
-		m.acquired(begin)
+		m.acquired(ctx, c, begin)
 	}
-	m.failed(err, begin)
+	m.failed(ctx, err, c, begin)
 	return res.ok, err
 }
 
@@ -582,20 +576,25 @@ func (m *Mutex) emit(ev *core.Event) {
 	}
 }
 
-// acquired reports a new hold.
-func (m *Mutex) acquired(begin time.Time) {
+// acquired reports a new hold, taken by call c (nil: a Resume) with ctx,
+// which began at begin.
+func (m *Mutex) acquired(ctx context.Context, c *call, begin time.Time) {
 	if m.observing() {
 		ev := m.event(core.EventAcquired, nil)
 		ev.Wait = time.Since(begin)
+		if c != nil {
+			ev.Attempts, ev.Ctx = c.tries, ctx
+		}
 		m.emit(&ev)
 	}
 }
 
-// failed reports an acquire call that returned err, if it did.
-func (m *Mutex) failed(err error, begin time.Time) {
+// failed reports acquire call c, with ctx, that began at begin and
+// returned err, if it did.
+func (m *Mutex) failed(ctx context.Context, err error, c *call, begin time.Time) {
 	if err != nil && m.observing() {
 		ev := m.event(core.EventFailed, err)
-		ev.Wait = time.Since(begin)
+		ev.Wait, ev.Attempts, ev.Ctx = time.Since(begin), c.tries, ctx
 		m.emit(&ev)
 	}
 }

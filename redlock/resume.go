@@ -44,7 +44,7 @@ func (m *Mutex) Resume(ctx context.Context) error {
 	if err := m.resume(ctx); err != nil {
 		return err
 	}
-	m.acquired(begin)
+	m.acquired(ctx, nil, begin)
 	return nil
 }
 

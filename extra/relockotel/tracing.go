@@ -30,6 +30,8 @@ const (
 	keyName     = attribute.Key("relock.lock.name")
 	keyOwner    = attribute.Key("relock.lock.owner")
 	keyWaitSecs = attribute.Key("relock.lock.wait.duration")
+	keyAttempts = attribute.Key("relock.lock.attempts")
+	keyGranted  = attribute.Key("relock.lock.granted")
 	keyHoldSecs = attribute.Key("relock.lock.hold.duration")
 	keyError    = attribute.Key("error.type")
 )
@@ -40,8 +42,8 @@ type TracingOption func(*tracingConfig)
 type tracingConfig struct{ minWait time.Duration }
 
 // WithMinWait makes WithTracing trace the acquires that took at least d
-// (DefaultMinWait by default); d <= 0 traces every acquire. Failed
-// acquires and lost holds are traced whatever d.
+// (DefaultMinWait by default), besides those that waited; d <= 0 traces
+// every acquire. Failed acquires and lost holds are traced whatever d.
 func WithMinWait(d time.Duration) TracingOption {
 	return func(c *tracingConfig) { c.minWait = max(d, 0) }
 }
@@ -55,23 +57,27 @@ func WithMinWait(d time.Duration) TracingOption {
 //
 // It records, from the Client's events (relock.WithObserver):
 //
-//   - SpanAcquire ("relock.lock.acquire") for each acquire call that took
-//     at least WithMinWait's duration (DefaultMinWait, 10ms: longer than
-//     one round trip to Redis, so in practice the calls that waited for
-//     the lock) and for each that failed, whatever its duration: a Lock
-//     whose ctx ended, a Redis error, a refusal such as
-//     relock.ErrAlreadyHeld. The span begins when the call began and
-//     ends at its outcome; attributes relock.lock.type, relock.lock.name,
-//     relock.lock.mode (an rwlock's read or write), relock.lock.owner (the
-//     owner's fingerprint, never its token), relock.lock.wait.duration
-//     (seconds, as the span's length), relock.lock.outcome (acquired or
-//     failed) and, for a failure, error.type (timeout: the ctx's deadline
-//     passed; canceled; closed: the Client was closed; refused:
-//     relock.ErrAlreadyHeld, ErrUpgrade, ErrNotHeld or
-//     ErrCapacityMismatch; not_replicated; else _OTHER), status Error
-//     and the error as an exception event. Acquires that took less, and
-//     re-entries of a hold, have no span. A TryLock that finds the lock
-//     held is not a failure, and is traced only if it took that long.
+//   - SpanAcquire ("relock.lock.acquire") for each acquire call that
+//     waited (it made more than one attempt, or a release handed the
+//     lock over to it), that took at least WithMinWait's duration
+//     (DefaultMinWait, 10ms: a slow Redis), or that failed, whatever its
+//     duration: a Lock whose ctx ended, a Redis error, a refusal such as
+//     relock.ErrAlreadyHeld. The span is a child of the span in the ctx
+//     the caller gave the acquire (Event.Ctx), begins when the call began
+//     and ends at its outcome; attributes relock.lock.type,
+//     relock.lock.name, relock.lock.mode (an rwlock's read or write),
+//     relock.lock.owner (the owner's fingerprint, never its token),
+//     relock.lock.wait.duration (seconds, as the span's length),
+//     relock.lock.attempts (attempts sent to Redis), relock.lock.granted
+//     (handed over by a release rather than taken by an attempt),
+//     relock.lock.outcome (acquired or failed) and, for a failure,
+//     error.type (timeout: the ctx's deadline passed; canceled; closed:
+//     the Client was closed; refused: relock.ErrAlreadyHeld, ErrUpgrade,
+//     ErrNotHeld or ErrCapacityMismatch; not_replicated; else _OTHER),
+//     status Error and the error as an exception event. A first attempt
+//     that got the lock at once has no span, nor has a re-entry of a
+//     hold. A TryLock that finds the lock held is not a failure, and is
+//     traced only if it took that long.
 //   - SpanLost ("relock.lock.lost") for each hold that was lost: the span
 //     runs from the hold's start to the moment relock noticed the loss,
 //     with relock.lock.type, relock.lock.name, relock.lock.owner,
@@ -80,13 +86,9 @@ func WithMinWait(d time.Duration) TracingOption {
 //     the cause, and the cause as an exception event. Holds that end by
 //     an unlock have no span.
 //
-// relock's events do not carry the acquire call's context, so these spans
-// have no parent: each begins a trace of its own, and a lost hold (found
-// by the watchdog) belongs to no call anyway. To find the request that
-// waited, look for a span of the same lock name and time, or record a
-// span of your own around the call. Neither do they say how many attempts
-// an acquire made, nor whether the lock was handed to it by a release
-// (a grant) rather than taken: the spans have no such attributes.
+// A lost hold is found by the watchdog (or by the next call of its
+// handle), which belongs to no caller's trace: its span has no parent,
+// and begins a trace of its own.
 //
 // Lock names are attributes of spans (each span is one event, not a time
 // series), but never of metrics. Owner tokens never appear: owners are
@@ -117,7 +119,7 @@ type tracer struct {
 func (t *tracer) observe(e relock.Event) {
 	switch e.Type {
 	case relock.EventAcquired:
-		if e.Wait >= t.minWait {
+		if e.Attempts > 1 || e.Granted || e.Wait >= t.minWait {
 			t.acquire(e)
 		}
 	case relock.EventFailed:
@@ -129,18 +131,25 @@ func (t *tracer) observe(e relock.Event) {
 
 func (t *tracer) acquire(e relock.Event) {
 	end := time.Now()
-	attrs := make([]attribute.KeyValue, 0, 7)
+	attrs := make([]attribute.KeyValue, 0, 9)
 	attrs = append(attrs, keyType.String(e.Kind), keyName.String(e.Name))
 	if e.Mode != "" {
 		attrs = append(attrs, keyMode.String(e.Mode))
 	}
-	attrs = append(attrs, keyOwner.String(e.Owner), keyWaitSecs.Float64(e.Wait.Seconds()))
+	attrs = append(attrs, keyOwner.String(e.Owner), keyWaitSecs.Float64(e.Wait.Seconds()),
+		keyAttempts.Int(e.Attempts), keyGranted.Bool(e.Granted))
 	if e.Type == relock.EventAcquired {
 		attrs = append(attrs, keyOutcome.String(outcomeAcquired))
 	} else {
 		attrs = append(attrs, keyOutcome.String(outcomeFailed), keyError.String(errorType(e.Err)))
 	}
-	_, span := t.t.Start(context.Background(), SpanAcquire,
+	// The caller's span, if its ctx has one, is the parent (only its span
+	// context is kept: the ctx may have ended).
+	parent := context.Background()
+	if e.Ctx != nil {
+		parent = trace.ContextWithSpanContext(parent, trace.SpanContextFromContext(e.Ctx))
+	}
+	_, span := t.t.Start(parent, SpanAcquire,
 		trace.WithTimestamp(end.Add(-e.Wait)), trace.WithAttributes(attrs...))
 	if e.Type == relock.EventFailed && e.Err != nil {
 		span.RecordError(e.Err, trace.WithTimestamp(end))

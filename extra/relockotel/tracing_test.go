@@ -145,6 +145,9 @@ func TestTracing(t *testing.T) {
 					var mine tracetest.SpanStubs
 					others := 0
 					for _, s := range exp.GetSpans() {
+						if s.InstrumentationScope.Name != relockotel.ScopeName {
+							continue // the test's own spans
+						}
 						at := attrs(s)
 						if at["relock.lock.owner"].AsString() == o.Fingerprint() {
 							mine = append(mine, s)
@@ -170,11 +173,14 @@ func TestTracing(t *testing.T) {
 
 				// An acquire that waited for the holder's unlock, made 300ms
 				// after b was seen waiting.
+				// The caller's span is the parent of the acquire's.
 				lockA()
 				unlocked := unlockAfterWaiter(t, rdb, name, 300*time.Millisecond, func() error { return a.Unlock(ctx) })
+				reqCtx, req := tp.Tracer("test").Start(ctx, "request")
 				began := time.Now()
-				require.NoError(t, b.Lock(ctx))
+				require.NoError(t, b.Lock(reqCtx))
 				got := time.Now()
+				req.End()
 				require.NoError(t, <-unlocked)
 				require.NoError(t, b.Unlock(ctx))
 				spans := spansOf(b)
@@ -182,8 +188,12 @@ func TestTracing(t *testing.T) {
 				s := spans[0]
 				assert.Equal(t, relockotel.SpanAcquire, s.Name)
 				assert.Equal(t, relockotel.ScopeName, s.InstrumentationScope.Name)
-				assert.False(t, s.Parent.IsValid(), "parent")
+				assert.Equal(t, req.SpanContext().SpanID(), s.Parent.SpanID(), "parent: the caller's span")
+				assert.Equal(t, req.SpanContext().TraceID(), s.SpanContext.TraceID(), "trace: the caller's")
 				at := attrs(s)
+				attempts, granted := at["relock.lock.attempts"].AsInt64(), at["relock.lock.granted"].AsBool()
+				assert.True(t, attempts > 1 || granted, "a wait shows as attempts (%d) or a grant (%v)", attempts, granted)
+				assert.Positive(t, attempts, "attempts")
 				assert.Equal(t, lt.kind, at["relock.lock.type"].AsString())
 				assert.Equal(t, name, at["relock.lock.name"].AsString())
 				assert.Equal(t, "acquired", at["relock.lock.outcome"].AsString())

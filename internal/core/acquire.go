@@ -18,7 +18,7 @@ import (
 // call its wait id and the grants pushed to it.
 type call struct {
 	h     *Holder
-	ctx   context.Context // of a blocking call, for Granted
+	ctx   context.Context // the caller's: for Granted (a blocking call), and events
 	op    string          // names the call in errors
 	class Class
 	n     int
@@ -27,6 +27,7 @@ type call struct {
 	begin time.Time
 	first bool
 	wait  string // wait id, made on first use (blocking calls only)
+	tries int    // attempts sent to Redis (for events)
 	// The latest refused attempt: when it was sent (a grant to this call
 	// came later), the server's time when it was refused (a grant older
 	// than that is stale) and the handle's request count after it (another
@@ -65,24 +66,24 @@ func (h *Holder) Wait(ctx context.Context, op string, class Class, n int, lease 
 	c := &call{h: h, ctx: ctx, op: op, class: class, n: n, lease: lease, block: true, begin: time.Now(), first: true}
 	defer c.end()
 	err := h.E.Wait(ctx, spec, c)
-	h.failed(err, class, c.begin)
+	h.failed(ctx, err, c)
 	return err
 }
 
 // Try makes one attempt to acquire n units of class, with lease as Wait.
 func (h *Holder) Try(ctx context.Context, op string, class Class, n int, lease time.Duration) (bool, error) {
-	c := &call{h: h, op: op, class: class, n: n, lease: lease, begin: time.Now(), first: true}
+	c := &call{h: h, ctx: ctx, op: op, class: class, n: n, lease: lease, begin: time.Now(), first: true}
 	defer c.end()
 	ok, _, err := c.Attempt(ctx)
-	h.failed(err, class, c.begin)
+	h.failed(ctx, err, c)
 	return ok, err
 }
 
-// failed reports an acquire call that returned err, if it did.
-func (h *Holder) failed(err error, class Class, begin time.Time) {
+// failed reports acquire call c, with ctx, that returned err, if it did.
+func (h *Holder) failed(ctx context.Context, err error, c *call) {
 	if err != nil && h.E.Observing() {
-		ev := h.event(EventFailed, class, err)
-		ev.Wait = time.Since(begin)
+		ev := h.event(EventFailed, c.class, err)
+		ev.Wait, ev.Attempts, ev.Ctx = time.Since(c.begin), c.tries, ctx
 		h.E.Emit(ev)
 	}
 }
@@ -153,6 +154,7 @@ func (c *call) Attempt(ctx context.Context) (bool, time.Duration, error) {
 	r.ID = h.NextRequest()
 	start := time.Now()
 	h.sent++
+	c.tries++
 	res, err := h.proto.Acquire(ctx, r)
 	if err == nil && len(res) != 2 && len(res) != 3 {
 		err = fmt.Errorf("unexpected reply %v", res)
@@ -181,7 +183,7 @@ func (c *call) Attempt(ctx context.Context) (bool, time.Duration, error) {
 				return false, 0, h.errorf(c.op, err)
 			}
 		}
-		h.grantedLocked(r, c.begin, start, res[1], 0)
+		h.grantedLocked(r, c, start, res[1], 0)
 		if len(res) == 3 && res[2] == 1 && h.proto.Records() {
 			h.E.Records.Done(r.Record(&h.Owner), start)
 		}
@@ -252,7 +254,7 @@ func (c *call) accept(ctx context.Context, data string) bool {
 		claim == 0 || time.Since(c.asked) >= claim-watchdog.Drift(claim) {
 		return false
 	}
-	h.grantedLocked(r, c.begin, c.asked, fence, claim)
+	h.grantedLocked(r, c, c.asked, fence, claim)
 	return true
 }
 
@@ -273,9 +275,9 @@ func (c *call) Leave(ctx context.Context) error {
 // grantedLocked counts a grant of acquire r, sent at start by a call that
 // began at begin. A grant pushed by a release (claim > 0) lasts claim from
 // start until the watchdog claims it.
-func (h *Holder) grantedLocked(r *Request, begin, start time.Time, fence int64, claim time.Duration) {
+func (h *Holder) grantedLocked(r *Request, c *call, start time.Time, fence int64, claim time.Duration) {
 	if h.held.Zero() {
-		h.beginLocked(r.Class, r.Watched, begin)
+		h.beginLocked(r.Class, r.Watched, c.begin, c, claim > 0)
 	}
 	if h.held[r.Class] == 0 {
 		h.fence[r.Class] = fence
@@ -295,9 +297,10 @@ func (h *Holder) grantedLocked(r *Request, begin, start time.Time, fence int64, 
 	}
 }
 
-// beginLocked begins a new hold of the handle, whose acquire call began
-// at begin: its watchdog hold (not yet watched), its scope, its events.
-func (h *Holder) beginLocked(class Class, watched bool, begin time.Time) {
+// beginLocked begins a new hold of the handle, whose acquire call c (nil:
+// a Resume) began at begin, granted by a release (pushed) or not: its
+// watchdog hold (not yet watched), its scope, its events.
+func (h *Holder) beginLocked(class Class, watched bool, begin time.Time, c *call, pushed bool) {
 	h.hold = watchdog.NewHold(h.Keys.Lock, h.watchKind, h.Token)
 	h.hold.Aux = h.watchAux
 	h.hold.Replicas, h.hold.ReplicaWait = h.Cfg.SyncReplicas, h.Cfg.SyncTimeout
@@ -311,7 +314,10 @@ func (h *Holder) beginLocked(class Class, watched bool, begin time.Time) {
 	h.hold.OnEnd = func(cause error) { scope.End(cause) }
 	if h.E.Observing() {
 		ev := h.event(EventAcquired, class, nil)
-		ev.Wait = h.since.Sub(begin)
+		ev.Wait, ev.Granted = h.since.Sub(begin), pushed
+		if c != nil {
+			ev.Attempts, ev.Ctx = c.tries, c.ctx
+		}
 		h.outbox = append(h.outbox, ev)
 		lost := h.event(EventLost, class, nil)
 		lost.Mode = ""

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -25,15 +26,18 @@ const (
 // Event is what core reports to observers; relock.Event documents the
 // fields (the root package copies them into its own type).
 type Event struct {
-	Type  EventType
-	Kind  string
-	Name  string
-	Mode  string
-	Owner string
-	Wait  time.Duration
-	Held  time.Duration
-	Err   error
-	Holds int
+	Type     EventType
+	Kind     string
+	Name     string
+	Mode     string
+	Owner    string
+	Wait     time.Duration
+	Held     time.Duration
+	Err      error
+	Holds    int
+	Attempts int             // EventAcquired, EventFailed: attempts sent to Redis
+	Granted  bool            // EventAcquired: handed over by a release (pushed)
+	Ctx      context.Context // EventAcquired, EventFailed: the acquire call's ctx
 }
 
 // observers calls every observer with ev, in order, from the calling

@@ -67,7 +67,7 @@ func (h *Holder) Resume(ctx context.Context, op string) error {
 	if res[1] > 0 {
 		class = Write
 	}
-	h.beginLocked(class, watched, start)
+	h.beginLocked(class, watched, start, nil, false)
 	h.held, h.fence[class], h.lease, h.ending = held, res[2], lease, false
 	h.needLocked(h.held)
 	left := time.Duration(res[3]) * time.Millisecond

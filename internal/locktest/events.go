@@ -102,13 +102,19 @@ func Events(t *testing.T, k Kind) {
 			assert.NoError(t, e.Err)
 		}
 		assert.Equal(t, evs[0].Owner, evs[1].Owner, "one owner, two fingerprints")
+		assert.Equal(t, 1, evs[0].Attempts, "attempts of an acquire of a free lock")
+		assert.False(t, evs[0].Granted, "an acquire of a free lock was handed over")
+		assert.Equal(t, ctx, evs[0].Ctx, "the acquire's ctx")
 		assert.GreaterOrEqual(t, evs[1].Held, 5*time.Millisecond, "Held of a hold of 5 ms or more")
 		ownerA := evs[0].Owner
 
-		// A contended acquire reports how long it waited.
+		// A contended acquire reports how long it waited, and how: more
+		// attempts, or a hand-over; its ctx (a caller's trace) comes along.
 		require.NoError(t, a.Lock(ctx))
 		got := make(chan error, 1)
-		go func() { got <- b.Lock(ctx) }()
+		type ctxKey struct{}
+		bctx := context.WithValue(ctx, ctxKey{}, "b's request")
+		go func() { got <- b.Lock(bctx) }()
 		time.Sleep(100 * time.Millisecond)
 		require.NoError(t, a.Unlock(ctx))
 		require.NoError(t, <-got)
@@ -118,6 +124,10 @@ func Events(t *testing.T, k Kind) {
 		require.Len(t, evs, 2)
 		assert.NotEqual(t, ownerA, evs[1].Owner, "two handles, one fingerprint")
 		assert.GreaterOrEqual(t, evs[1].Wait, 90*time.Millisecond, "Wait of an acquire that waited 100 ms")
+		assert.True(t, evs[1].Attempts > 1 || evs[1].Granted, "a wait of %d attempts, granted %v", evs[1].Attempts, evs[1].Granted)
+		if assert.NotNil(t, evs[1].Ctx) {
+			assert.Equal(t, "b's request", evs[1].Ctx.Value(ctxKey{}), "the acquire's ctx")
+		}
 		rec.take()
 
 		// An acquire that gives up, and a TryLock that finds the lock held

@@ -355,7 +355,7 @@ func TestMultiLockUnlockRetried(t *testing.T) {
 		faults := &redistest.Faults{}
 		c, _ := redistest.NewClient(t, s)
 		fc, frdb := redistest.NewClient(t, s)
-		frdb.AddHook(faults)
+		redistest.AddHook(frdb, faults)
 		name := redistest.Name(t)
 		a, b := reentrant.New(c, name+".a"), reentrant.New(fc, name+".b")
 		m := relock.MultiLock(a, b)
@@ -391,7 +391,7 @@ func TestMultiLockAfterFailedUnlock(t *testing.T) {
 		ctx := testCtx(t)
 		faults := &redistest.Faults{}
 		c1, rdb1 := redistest.NewClient(t, s)
-		rdb1.AddHook(faults)
+		redistest.AddHook(rdb1, faults)
 		c2, _ := redistest.NewClient(t, s)
 		c3, _ := redistest.NewClient(t, s)
 		p := redistest.Name(t)

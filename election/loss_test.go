@@ -134,11 +134,11 @@ func TestUnreachableLeader(t *testing.T) {
 
 		next := election.New(newClient(t, s), name, hb)
 		elected := make(chan time.Time, 1)
+		campaign := make(chan error, 1)
 		go func() {
-			if err := next.Campaign(ctx, "next"); err != nil {
-				t.Error(err)
-			}
+			err := next.Campaign(ctx, "next")
 			elected <- time.Now()
+			campaign <- err
 		}()
 		waitQueued(t, s, name, 1)
 		p.Blackhole(true)
@@ -150,12 +150,13 @@ func TestUnreachableLeader(t *testing.T) {
 		var at time.Time
 		select {
 		case at = <-elected:
-		case <-time.After(2 * lease):
+		case <-time.After(3 * lease):
 			t.Fatal("no new leader after the cut-off leader's lease")
 		}
+		require.NoError(t, <-campaign)
 		t.Logf("the next leader was elected %v after the cut", at.Sub(cutAt))
 		assert.False(t, at.Before(lostAt), "the next leader was elected before the cut-off one knew it lost")
-		obs.waitFor(t, 4, 2*time.Second)
+		obs.waitFor(t, 4, 5*time.Second)
 		got := obs.all()
 		assert.Equal(t, "V", short(got[2]), show(got))
 		assert.Equal(t, next.Term(), got[3].Term)

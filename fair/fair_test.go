@@ -407,7 +407,7 @@ func TestReplayedScriptsCountOnce(t *testing.T) {
 		ctx := context.Background()
 		replay := &redistest.Replay{}
 		c, rdb := redistest.NewClient(t, s, relock.WithWatchdogTimeout(lease))
-		rdb.AddHook(replay)
+		redistest.AddHook(rdb, replay)
 		name := redistest.Name(t)
 		l := fair.New(c, name)
 		replay.Enable(true)

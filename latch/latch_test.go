@@ -175,7 +175,7 @@ func TestWaitCtxEnds(t *testing.T) {
 		redistest.CheckGoroutines(t)
 
 		counter := &redistest.Counter{}
-		rdb.AddHook(counter)
+		redistest.AddHook(rdb, counter)
 		wctx, cancel = context.WithTimeout(ctx, 150*time.Millisecond)
 		defer cancel()
 		start := time.Now()
@@ -256,7 +256,7 @@ func TestRetriedScriptsAreIdempotent(t *testing.T) {
 		ctx := testCtx(t)
 		replay := &redistest.Replay{}
 		c, rdb := newClient(t, s)
-		rdb.AddHook(replay)
+		redistest.AddHook(rdb, replay)
 		name := redistest.Name(t)
 		l := latch.New(c, name)
 		replay.Enable(true)
@@ -280,7 +280,7 @@ func TestLostReplyRepeatsRequest(t *testing.T) {
 		ctx := testCtx(t)
 		faults := &redistest.Faults{}
 		c, rdb := newClient(t, s)
-		rdb.AddHook(faults)
+		redistest.AddHook(rdb, faults)
 		name := redistest.Name(t)
 		l, other := latch.New(c, name), latch.New(c, name)
 
@@ -315,7 +315,7 @@ func TestOutcomeUnknownTooLate(t *testing.T) {
 		ctx := testCtx(t)
 		faults := &redistest.Faults{}
 		c, rdb := newClient(t, s)
-		rdb.AddHook(faults)
+		redistest.AddHook(rdb, faults)
 		name := redistest.Name(t)
 		l := latch.New(c, name, relock.WithLease(2*time.Second)) // records live 2 s
 		other := latch.New(c, name)

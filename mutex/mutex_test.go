@@ -143,7 +143,7 @@ func TestWatchdogKeepsLockAlive(t *testing.T) {
 
 		// No renewal after Unlock: the key stays gone and nothing is sent.
 		counter := &redistest.Counter{}
-		rdb.AddHook(counter)
+		redistest.AddHook(rdb, counter)
 		time.Sleep(400 * time.Millisecond)
 		assert.Zero(t, counter.Commands(), "commands sent after Unlock")
 		assert.Empty(t, s.Keys(t, "relock:mutex:{"+name+"}*"))
@@ -260,7 +260,7 @@ func TestTwoCommandsPerCycle(t *testing.T) {
 		require.NoError(t, m.Unlock(ctx))
 
 		counter := &redistest.Counter{}
-		rdb.AddHook(counter)
+		redistest.AddHook(rdb, counter)
 		const cycles = 50
 		for i := 0; i < cycles; i++ {
 			require.NoError(t, m.Lock(ctx))
@@ -333,7 +333,7 @@ func TestRetriedScriptsAreIdempotent(t *testing.T) {
 		ctx := context.Background()
 		replay := &redistest.Replay{}
 		c, rdb := redistest.NewClient(t, s)
-		rdb.AddHook(replay)
+		redistest.AddHook(rdb, replay)
 		name := redistest.Name(t)
 		a := mutex.New(c, name, relock.WithFencing())
 		replay.Enable(true)
@@ -382,7 +382,7 @@ func TestWakeUpIsPushed(t *testing.T) {
 		c, _ := newClient(t, s)
 		waiterRDB := s.Client(t)
 		counter := &redistest.Counter{}
-		waiterRDB.AddHook(counter)
+		redistest.AddHook(waiterRDB, counter)
 		wc := relock.New(waiterRDB)
 		t.Cleanup(func() { _ = wc.Close() })
 		name := redistest.Name(t)

@@ -128,7 +128,7 @@ func TestUnlockMasterUnreachable(t *testing.T) {
 					r := &renewals{key: key(name)}
 					rdb := redis.NewClient(&redis.Options{Addr: ma.addr, DialTimeout: 500 * time.Millisecond,
 						ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond})
-					rdb.AddHook(r)
+					redistest.AddHook(rdb, r)
 					_ = rdb.Ping(context.Background()).Err()
 					c := relock.New(rdb, relock.WithWatchdogTimeout(lease))
 					t.Cleanup(func() {

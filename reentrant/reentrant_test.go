@@ -227,7 +227,7 @@ func TestWatchdogKeepsReenteredLockAlive(t *testing.T) {
 		require.NoError(t, a.Unlock(ctx))
 
 		counter := &redistest.Counter{}
-		rdb.AddHook(counter)
+		redistest.AddHook(rdb, counter)
 		time.Sleep(300 * time.Millisecond)
 		assert.Zero(t, counter.Commands(), "renewals after the final unlock")
 	})
@@ -363,7 +363,7 @@ func TestReplayedScriptsCountOnce(t *testing.T) {
 		ctx := context.Background()
 		replay := &redistest.Replay{}
 		c, rdb := redistest.NewClient(t, s)
-		rdb.AddHook(replay)
+		redistest.AddHook(rdb, replay)
 		l := reentrant.New(c, redistest.Name(t))
 		replay.Enable(true)
 		for i := 1; i <= 3; i++ {
@@ -452,7 +452,7 @@ func TestLostUnlockReplyThenLock(t *testing.T) {
 		ctx := context.Background()
 		faults := &redistest.Faults{}
 		c, rdb := redistest.NewClient(t, s)
-		rdb.AddHook(faults)
+		redistest.AddHook(rdb, faults)
 		l := reentrant.New(c, redistest.Name(t))
 		require.NoError(t, l.Lock(ctx))
 		require.NoError(t, l.Lock(ctx))

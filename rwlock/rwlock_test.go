@@ -636,7 +636,7 @@ func TestWatchdogKeepsHoldsAlive(t *testing.T) {
 
 		// No renewal after the last unlock: nothing is sent, nothing left.
 		counter := &redistest.Counter{}
-		rdb.AddHook(counter)
+		redistest.AddHook(rdb, counter)
 		time.Sleep(400 * time.Millisecond)
 		assert.Zero(t, counter.Commands(), "commands sent after the last unlock")
 		assert.Empty(t, s.Keys(t, lockKey(name)+"*"), "keys left after the last unlock")
@@ -707,7 +707,7 @@ func TestRetriedScriptsAreIdempotent(t *testing.T) {
 		ctx := context.Background()
 		replay := &redistest.Replay{}
 		c, rdb := redistest.NewClient(t, s)
-		rdb.AddHook(replay)
+		redistest.AddHook(rdb, replay)
 		name := redistest.Name(t)
 		l := rwlock.New(c, name, relock.WithFencing())
 		other := rwlock.New(c, name)
@@ -847,7 +847,7 @@ func TestTwoCommandsPerCycle(t *testing.T) {
 		require.NoError(t, l.Unlock(ctx))
 
 		counter := &redistest.Counter{}
-		rdb.AddHook(counter)
+		redistest.AddHook(rdb, counter)
 		const cycles = 25
 		for i := 0; i < cycles; i++ {
 			require.NoError(t, l.RLock(ctx))
@@ -1004,7 +1004,7 @@ func TestLostUnlockReplyThenLock(t *testing.T) {
 		ctx := context.Background()
 		faults := &redistest.Faults{}
 		c, rdb := redistest.NewClient(t, s)
-		rdb.AddHook(faults)
+		redistest.AddHook(rdb, faults)
 		l := rwlock.New(c, redistest.Name(t))
 		require.NoError(t, l.RLock(ctx))
 		require.NoError(t, l.RLock(ctx))
@@ -1136,7 +1136,7 @@ func TestReadersDoNotSpin(t *testing.T) {
 		name := redistest.Name(t)
 		c, rdb := newClient(t, s)
 		counter := &redistest.Counter{}
-		rdb.AddHook(counter)
+		redistest.AddHook(rdb, counter)
 		now, err := rdb.Time(ctx).Result()
 		require.NoError(t, err)
 		e := strings.Repeat("de", 16) + "|0123456789abcdef|2500|0"

@@ -482,7 +482,7 @@ func TestWatchdogKeepsPermits(t *testing.T) {
 
 		// No renewal after the last release: nothing is sent, nothing left.
 		counter := &redistest.Counter{}
-		rdb.AddHook(counter)
+		redistest.AddHook(rdb, counter)
 		time.Sleep(lease)
 		assert.Zero(t, counter.Commands(), "commands sent after the last release")
 		assert.Empty(t, semKeys(t, s, name), "keys left after the last release")
@@ -647,7 +647,7 @@ func TestRetriedScriptsAreIdempotent(t *testing.T) {
 		ctx := testCtx(t)
 		replay := &redistest.Replay{}
 		c, rdb := redistest.NewClient(t, s)
-		rdb.AddHook(replay)
+		redistest.AddHook(rdb, replay)
 		name := redistest.Name(t)
 		sem, other := semaphore.New(c, name, 5), semaphore.New(c, name, 5)
 
@@ -679,7 +679,7 @@ func TestLostReleaseReplyThenAcquire(t *testing.T) {
 		ctx := testCtx(t)
 		faults := &redistest.Faults{}
 		c, rdb := redistest.NewClient(t, s)
-		rdb.AddHook(faults)
+		redistest.AddHook(rdb, faults)
 		name := redistest.Name(t)
 		sem, other := semaphore.New(c, name, 4), semaphore.New(c, name, 4)
 		require.NoError(t, sem.Acquire(ctx, 3))
@@ -752,7 +752,7 @@ func TestTwoCommandsPerCycle(t *testing.T) {
 		require.NoError(t, sem.Release(ctx, 1))
 
 		counter := &redistest.Counter{}
-		rdb.AddHook(counter)
+		redistest.AddHook(rdb, counter)
 		const cycles = 25
 		for i := 0; i < cycles; i++ {
 			require.NoError(t, sem.Acquire(ctx, 1))
@@ -983,7 +983,7 @@ func TestPartialReleaseRetriedWithoutResends(t *testing.T) {
 		ctx := testCtx(t)
 		faults := &redistest.Faults{}
 		rdb := s.Client(t, func(o *redis.Options) { o.MaxRetries = -1 })
-		rdb.AddHook(faults)
+		redistest.AddHook(rdb, faults)
 		c := relock.New(rdb)
 		t.Cleanup(func() { _ = c.Close() })
 		name := redistest.Name(t)

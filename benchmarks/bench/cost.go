@@ -70,7 +70,7 @@ type costReading struct {
 func (p *costProbe) read(ctx context.Context, cnt *Counter) (costReading, error) {
 	r := costReading{}
 	if cnt != nil {
-		r.sent = cnt.Snapshot()
+		r.sent = cnt.Snapshot().withSweeps()
 	}
 	r.client, _ = processCPU()
 	r.at = time.Now()
@@ -138,7 +138,7 @@ func (p *costProbe) block(ctx context.Context, cnt *Counter, n int, settle time.
 	wall := time.Since(t0)
 	var done Count
 	if cnt != nil {
-		done = cnt.Snapshot()
+		done = cnt.Snapshot().withSweeps()
 	}
 	if settle > 0 {
 		select {

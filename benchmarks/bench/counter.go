@@ -13,10 +13,15 @@ import (
 
 // Counter counts the Redis commands and round trips of the clients it is
 // attached to. A pipeline is one round trip however many commands it
-// holds; the commands that set up a connection are not counted. The zero value is ready to use; it is safe for concurrent use.
+// holds; the commands that set up a connection are not counted. The DELs
+// of done requests' records that a relock.Client sends in the background
+// (one every 100 ms at most, for all its handles) are counted apart, as
+// Sweeps: they are no command of the operation measured. The zero value
+// is ready to use; it is safe for concurrent use.
 type Counter struct {
-	cmds  atomic.Int64
-	trips atomic.Int64
+	cmds   atomic.Int64
+	trips  atomic.Int64
+	sweeps atomic.Int64
 
 	tracing atomic.Bool
 	mu      sync.Mutex
@@ -33,11 +38,20 @@ type Trip struct {
 type Count struct {
 	Commands   int64 `json:"commands"`
 	RoundTrips int64 `json:"round_trips"`
+	// Sweeps is the DELs of request records sent in the background.
+	Sweeps int64 `json:"sweeps"`
 }
 
 // Sub returns c - o.
 func (c Count) Sub(o Count) Count {
-	return Count{Commands: c.Commands - o.Commands, RoundTrips: c.RoundTrips - o.RoundTrips}
+	return Count{Commands: c.Commands - o.Commands, RoundTrips: c.RoundTrips - o.RoundTrips, Sweeps: c.Sweeps - o.Sweeps}
+}
+
+// withSweeps returns c with its sweeps counted as commands, for the
+// measurements of all a client sends.
+func (c Count) withSweeps() Count {
+	c.Commands += c.Sweeps
+	return c
 }
 
 // Add records cmds commands sent in trips round trips, for clients that
@@ -72,7 +86,7 @@ func (c *Counter) StopTrace() []Trip {
 
 // Snapshot returns the counts so far.
 func (c *Counter) Snapshot() Count {
-	return Count{Commands: c.cmds.Load(), RoundTrips: c.trips.Load()}
+	return Count{Commands: c.cmds.Load(), RoundTrips: c.trips.Load(), Sweeps: c.sweeps.Load()}
 }
 
 // Hook returns a go-redis hook that counts into c.
@@ -88,7 +102,10 @@ func (h counterHook) DialHook(next redis.DialHook) redis.DialHook {
 
 func (h counterHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if !handshake(cmd) {
+		switch {
+		case sweep(cmd):
+			h.c.sweeps.Add(1)
+		case !handshake(cmd):
 			h.c.Add(1, 1)
 		}
 		return next(ctx, cmd)
@@ -99,7 +116,10 @@ func (h counterHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		var n int64
 		for _, cmd := range cmds {
-			if !handshake(cmd) {
+			switch {
+			case sweep(cmd):
+				h.c.sweeps.Add(1)
+			case !handshake(cmd):
 				n++
 			}
 		}
@@ -120,4 +140,19 @@ func handshake(cmd redis.Cmder) bool {
 		return true
 	}
 	return false
+}
+
+// sweep reports whether cmd is a relock.Client's DEL of done requests'
+// records (keys "<lock>:r:..." after the hash tag).
+func sweep(cmd redis.Cmder) bool {
+	args := cmd.Args()
+	if !strings.EqualFold(cmd.Name(), "del") || len(args) < 2 {
+		return false
+	}
+	for _, a := range args[1:] {
+		if k, ok := a.(string); !ok || !strings.Contains(k, "}:r:") {
+			return false
+		}
+	}
+	return true
 }

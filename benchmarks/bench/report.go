@@ -259,6 +259,9 @@ func details(r *Result) string {
 			parts = append(parts, fmt.Sprintf("SET NX+CAD script p50 %s (%s of the floor): %s",
 				fmtDur(u.ScriptFloor.P50), ratio(float64(u.ScriptFloor.P50)/float64(u.Floor.P50)), ratio(u.ScriptRatioP50)))
 		}
+		if u.SweepsPerOp > 0 {
+			parts = append(parts, fmt.Sprintf("+%s background DELs of request records per cycle", fmtNum(u.SweepsPerOp)))
+		}
 	case r.Handoff != nil:
 		h := r.Handoff
 		parts = append(parts, fmt.Sprintf("n=%d", r.Latency.N),

@@ -104,6 +104,10 @@ func label(scenario string, contenders, count int) string {
 type UncontendedStats struct {
 	Floor          Dist    `json:"floor"`
 	FloorCmdsPerOp float64 `json:"floor_commands_per_op"`
+	// SweepsPerOp is the DELs of request records the Client sent in the
+	// background per cycle (not in Result.CmdsPerOp): one per 100 ms at
+	// most, each for the records of many cycles.
+	SweepsPerOp float64 `json:"sweeps_per_op,omitempty"`
 	// RatioP50 and RatioMean are the kind's cycle time over the floor's.
 	RatioP50  float64 `json:"ratio_p50"`
 	RatioMean float64 `json:"ratio_mean"`

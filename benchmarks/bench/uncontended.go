@@ -80,6 +80,7 @@ func Uncontended(ctx context.Context, cfg Config, k Kind) Result {
 		d := c.Snapshot().Sub(c0)
 		total.Commands += d.Commands
 		total.RoundTrips += d.RoundTrips
+		total.Sweeps += d.Sweeps
 		return nil
 	}
 
@@ -120,6 +121,7 @@ func Uncontended(ctx context.Context, cfg Config, k Kind) Result {
 	res.Latency = Summarize(lockLat)
 	res.CmdsPerOp = float64(lockCount.Commands) / float64(res.Ops)
 	res.TripsPerOp = float64(lockCount.RoundTrips) / float64(res.Ops)
+	st.SweepsPerOp = float64(lockCount.Sweeps) / float64(res.Ops)
 	st.Floor = Summarize(floorLat)
 	st.FloorCmdsPerOp = float64(floorCount.Commands) / float64(len(floorLat))
 	st.RatioP50 = float64(res.Latency.P50) / float64(st.Floor.P50)

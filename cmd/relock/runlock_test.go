@@ -582,13 +582,16 @@ func TestRunSignals(t *testing.T) {
 		})
 		t.Run("waiting", func(t *testing.T) {
 			ctx := context.Background()
-			c, _ := redistest.NewClient(t, s)
+			c, rdb := redistest.NewClient(t, s)
 			name := redistest.Name(t)
 			file := filepath.Join(t.TempDir(), "runs")
 			m := mutex.New(c, name)
 			require.NoError(t, m.Lock(ctx))
 			p := startRelock(t, nil, nil, append([]string{"-redis", redisURL(s), "run", name, "--"}, childArgs(t, "record", file, "0s")...)...)
-			time.Sleep(500 * time.Millisecond) // waiting
+			// Waiting (in the queue; its signal handler is set before it
+			// asks), not still starting up: a signal then would kill it.
+			require.Eventually(t, func() bool { return rdb.ZCard(ctx, "relock:mutex:{"+name+"}:queue").Val() == 1 },
+				10*time.Second, 5*time.Millisecond, "relock run never queued")
 			require.True(t, p.running())
 			require.NoError(t, p.cmd.Process.Signal(syscall.SIGINT))
 			r := p.wait(t, 5*time.Second)

@@ -152,14 +152,15 @@ func (s *Sweeper) delete(keys []string) {
 	default:
 		groups = [][]string{keys}
 	}
-	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_ = shard.Pipelined(ctx, s.rdb, func(p redis.Pipeliner) []redis.Cmder {
+		var cmds []redis.Cmder
 		for _, g := range groups {
 			for len(g) > 0 {
 				n := min(len(g), sweepBatch)
-				p.Del(ctx, g[:n]...)
+				cmds = append(cmds, p.Del(ctx, g[:n]...))
 				g = g[n:]
 			}
 		}
-		return nil
+		return cmds
 	})
 }

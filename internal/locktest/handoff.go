@@ -84,7 +84,7 @@ func HandOff(t *testing.T, k Kind) {
 		wrdb := s.Client(t)
 		admin := s.Admin(t) // reads tokens with commands relock does not send
 		cmds := &singles{}
-		wrdb.AddHook(cmds)
+		redistest.AddHook(wrdb, cmds)
 		wc := relock.New(wrdb)
 		t.Cleanup(func() { _ = wc.Close() })
 		name := redistest.Name(t)

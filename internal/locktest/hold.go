@@ -120,7 +120,7 @@ func unreachable(t *testing.T, s *redistest.Server) (redis.UniversalClient, func
 	if s.Cluster != nil {
 		rdb := s.Client(t)
 		faults := &redistest.Faults{}
-		rdb.AddHook(faults)
+		redistest.AddHook(rdb, faults)
 		return rdb, faults.Enable
 	}
 	p := redistest.NewProxy(t, s.Addr)

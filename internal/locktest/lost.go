@@ -128,7 +128,7 @@ func FenceAfterLocalLoss(t *testing.T, k Kind) {
 		ctx := testCtx(t)
 		hook := &losePipelines{}
 		c, rdb := redistest.NewClient(t, s, relock.WithWatchdogTimeout(300*time.Millisecond))
-		rdb.AddHook(hook)
+		redistest.AddHook(rdb, hook)
 		h := k.New(c, redistest.Name(t), relock.WithFencing())
 		require.NoError(t, h.Lock(ctx))
 		f1 := h.Fence()
@@ -161,7 +161,7 @@ func PartialReleaseResentLate(t *testing.T, k Kind) {
 		// Records live min(lease, 15 s): 300 ms here, renewed holds.
 		c, rdb := redistest.NewClient(t, s, relock.WithWatchdogTimeout(300*time.Millisecond))
 		faults := &redistest.Faults{}
-		rdb.AddHook(faults)
+		redistest.AddHook(rdb, faults)
 		name := redistest.Name(t)
 		h, other := k.New(c, name), k.waiter(c, name)
 		require.NoError(t, h.Lock(ctx))
@@ -190,7 +190,7 @@ func FinalReleaseResentAfterRenewal(t *testing.T, k Kind) {
 		ctx := testCtx(t)
 		c, rdb := redistest.NewClient(t, s, relock.WithWatchdogTimeout(time.Second))
 		faults := &redistest.Faults{}
-		rdb.AddHook(faults)
+		redistest.AddHook(rdb, faults)
 		name := redistest.Name(t)
 		h := k.New(c, name)
 		// A first cycle loads the scripts: a lost NOSCRIPT reply would

@@ -82,8 +82,8 @@ func ReleaseUnreachable(t *testing.T, k Kind) {
 		if s.Cluster != nil {
 			rdb = s.Client(t)
 			faults := &redistest.Faults{}
-			rdb.AddHook(renewals)
-			rdb.AddHook(faults)
+			redistest.AddHook(rdb, renewals)
+			redistest.AddHook(rdb, faults)
 			cut = faults.Enable
 		} else {
 			p := redistest.NewProxy(t, s.Addr)
@@ -91,7 +91,7 @@ func ReleaseUnreachable(t *testing.T, k Kind) {
 				o.Addr = p.Addr
 				o.ReadTimeout = 200 * time.Millisecond
 			})
-			rdb.AddHook(renewals)
+			redistest.AddHook(rdb, renewals)
 			cut = p.Blackhole
 		}
 		c := relock.New(rdb, relock.WithWatchdogTimeout(lease))

@@ -125,7 +125,7 @@ func NoTokens(t *testing.T, k Kind) {
 		// A release whose reply is lost.
 		faults := &redistest.Faults{}
 		frdb := s.Client(t)
-		frdb.AddHook(faults)
+		redistest.AddHook(frdb, faults)
 		fc := relock.New(frdb, opts...)
 		t.Cleanup(func() { _ = fc.Close() })
 		lossy := k.New(fc, name)

@@ -272,7 +272,7 @@ func TestRingSubscribeFails(t *testing.T) {
 		require.Eventually(t, func() bool { return ring.Len() == 0 }, 5*time.Second, 10*time.Millisecond,
 			"the Ring never marked its unreachable shards down")
 		require.Panics(t, func() { ring.Subscribe(context.Background(), "x") }, "Ring.Subscribe no longer panics")
-		ring.AddHook(contended{})
+		redistest.AddHook(ring, contended{})
 		lockUntilDeadline(t, relock.New(ring), redistest.Name(t))
 	})
 

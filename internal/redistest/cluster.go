@@ -266,10 +266,21 @@ func BeginMigration(ctx context.Context, slot int64, from, to *ClusterNode) erro
 	src, dst := nodeClient(from), nodeClient(to)
 	defer src.Close()
 	defer dst.Close()
-	if err := dst.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", from.ID).Err(); err != nil {
-		return err
+	// Right after a move, a master may for a moment take an older claim
+	// of the slot from the other's gossip ("I'm not the owner of hash
+	// slot"), until the newer epoch reaches it.
+	for tries := 0; ; tries++ {
+		err := dst.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", from.ID).Err()
+		if err == nil {
+			err = src.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", to.ID).Err()
+		}
+		if err == nil || tries == 50 || !strings.Contains(err.Error(), "not the owner") {
+			return err
+		}
+		if err := sleep(ctx, 20*time.Millisecond); err != nil {
+			return err
+		}
 	}
-	return src.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", to.ID).Err()
 }
 
 // FinishMigration moves the keys of slot, which BeginMigration marked,

@@ -72,6 +72,7 @@ func (s *Server) Client(t testing.TB, opts ...func(*redis.Options)) redis.Univer
 	} else {
 		c = redis.NewClient(o)
 	}
+	withLateHooks(t, c)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }

@@ -88,7 +88,7 @@ func TestRingRoundPerShard(t *testing.T) {
 		ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": addrs[0], "b": addrs[1]}})
 		t.Cleanup(func() { _ = ring.Close() })
 		counter := &redistest.Counter{}
-		ring.AddHook(counter)
+		redistest.AddHook(ring, counter)
 		w := watchdog.New(ring, lease, nil, nil)
 		t.Cleanup(w.Close)
 		holds := watchRing(t, ring, w, n, lease)

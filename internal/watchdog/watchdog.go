@@ -597,7 +597,37 @@ func (w *Watchdog) round(claimsOnly bool) bool {
 	batches := group(plain, w.shardOf)
 	cmds := make([]*redis.Cmd, len(batches))
 	w.send(ctx, w.rdb, batches, cmds)
-	return w.apply(now, batches, cmds, nil)
+	if w.apply(now, batches, cmds, nil, true) {
+		return true
+	}
+	w.resendRefused(ctx, now, batches, cmds)
+	return false
+}
+
+// resendRefused sends again the renewals of batches (sent at first, with
+// replies cmds) that a migrating slot refused (shard.Unsettled), pausing
+// as lock calls do (shard.Pause), until they get through or ctx ends:
+// while a slot moves, its masters refuse every script of its keys for as
+// long as the move lasts, and go-redis follows the refusals for a few
+// milliseconds only, so that a round's retry (a quarter period later)
+// could miss every gap between moves until the lease ran out. Only the
+// first failure of a round is reported (onRoundFailed).
+func (w *Watchdog) resendRefused(ctx context.Context, first time.Time, batches [][]*Hold, cmds []*redis.Cmd) {
+	for tries := 1; ; tries++ {
+		var refused [][]*Hold
+		for i, c := range cmds {
+			if shard.Unsettled(w.rdb, c.Err()) {
+				refused = append(refused, batches[i])
+			}
+		}
+		if len(refused) == 0 || shard.Pause(ctx, tries, first) != nil {
+			return
+		}
+		batches, cmds = refused, make([]*redis.Cmd, len(refused))
+		sent := time.Now()
+		w.send(ctx, w.rdb, batches, cmds)
+		w.apply(sent, batches, cmds, nil, false)
+	}
 }
 
 // pipeliner is what renewals are sent through: the Client's Redis client,
@@ -614,7 +644,8 @@ const (
 	asSource          // EVAL
 )
 
-// send sends the renewals of batches through via in one pipeline, into
+// send sends the renewals of batches through via in one pipeline (see
+// shard.Pipelined for a Cluster), into
 // cmds: as functions while the Client's Runner has them, loading the
 // library where a server lacks it (a new server, a restart) and sending
 // them again, and otherwise as scripts, whose source goes once to a
@@ -622,13 +653,14 @@ const (
 // that never saw it), as Runner.Run does for a single call.
 func (w *Watchdog) send(ctx context.Context, via pipeliner, batches [][]*Hold, cmds []*redis.Cmd) {
 	exec := func(how int) error {
-		_, err := via.Pipelined(ctx, func(p redis.Pipeliner) error {
+		return shard.Pipelined(ctx, via, func(p redis.Pipeliner) []redis.Cmder {
+			queued := make([]redis.Cmder, len(batches))
 			for i, b := range batches {
 				cmds[i] = renewCmd(ctx, p, b, how)
+				queued[i] = cmds[i]
 			}
-			return nil
+			return queued
 		})
-		return err
 	}
 	how := asScript
 	if w.scripts.Functions() {
@@ -665,8 +697,8 @@ func (w *Watchdog) send(ctx context.Context, via pipeliner, batches [][]*Hold, c
 // hold renewed gets a new deadline, each found gone is lost. acks, for
 // renewals that replicas must confirm, is how many confirmed each batch
 // (a nil command: a batch that was not sent). It reports whether every
-// renewal was confirmed, and tells onRoundFailed if not.
-func (w *Watchdog) apply(now time.Time, batches [][]*Hold, cmds []*redis.Cmd, acks []int64) bool {
+// renewal was confirmed, and, with report, tells onRoundFailed if not.
+func (w *Watchdog) apply(now time.Time, batches [][]*Hold, cmds []*redis.Cmd, acks []int64, report bool) bool {
 	failed, again := 0, false
 	var firstErr error
 	fail := func(n int, err error) {
@@ -737,7 +769,7 @@ func (w *Watchdog) apply(now time.Time, batches [][]*Hold, cmds []*redis.Cmd, ac
 		// the new master once the cluster client has seen it.
 		shard.Refresh(w.rdb, firstErr)
 	}
-	if failed > 0 && w.onRoundFailed != nil && w.ctx.Err() == nil {
+	if failed > 0 && report && w.onRoundFailed != nil && w.ctx.Err() == nil {
 		w.onRoundFailed(failed, firstErr)
 	}
 	return failed == 0 && !again
@@ -777,7 +809,7 @@ func (w *Watchdog) renewSynced(now time.Time, batches [][]*Hold, latest time.Tim
 		}()
 	}
 	wg.Wait()
-	if !w.apply(now, batches, cmds, acks) {
+	if !w.apply(now, batches, cmds, acks, true) {
 		select {
 		case w.retry <- struct{}{}:
 		default:

@@ -35,7 +35,7 @@ func TestBatchedRenewal(t *testing.T) {
 		}
 		rdb := s.Client(t)
 		counter := &redistest.Counter{}
-		rdb.AddHook(counter)
+		redistest.AddHook(rdb, counter)
 		c := relock.New(rdb, relock.WithWatchdogTimeout(lease))
 		t.Cleanup(func() { _ = c.Close() })
 		name := redistest.Name(t)
@@ -94,7 +94,7 @@ func TestTransientFailures(t *testing.T) {
 		const lease = 600 * time.Millisecond
 		rdb := s.Client(t)
 		faults := &redistest.Faults{}
-		rdb.AddHook(faults)
+		redistest.AddHook(rdb, faults)
 		c := relock.New(rdb, relock.WithWatchdogTimeout(lease))
 		t.Cleanup(func() { _ = c.Close() })
 		name := redistest.Name(t)
@@ -241,7 +241,7 @@ func TestCloseDuringRound(t *testing.T) {
 		admin := s.Client(t)
 		rdb := s.Client(t)
 		counter := &redistest.Counter{}
-		rdb.AddHook(counter)
+		redistest.AddHook(rdb, counter)
 		key := "relock:mutex:{" + redistest.Name(t) + "}"
 		require.NoError(t, admin.Set(ctx, key, "token", lease).Err())
 		w := watchdog.New(rdb, lease, nil, nil)

@@ -1,0 +1,63 @@
+package shard
+
+import (
+	"context"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Pipeliner is a go-redis client that pipelines.
+type Pipeliner interface {
+	Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
+}
+
+// clusterFanout is how many commands Pipelined has on the way at once on
+// a Cluster.
+const clusterFanout = 16
+
+// Pipelined sends the commands that queue queues and returns (as
+// go-redis's Pipelined does) the first error among their replies: in one
+// pipeline, except on a ClusterClient, where each command goes on its
+// own, clusterFanout at a time.
+//
+// go-redis's cluster pipelines (v9.7 to v9.23 at least) may send one
+// command twice at once while a slot migrates: when the first command of
+// a node's part is refused with a retryable error (TRYAGAIN, which a
+// multi-key command gets while its slot is half moved), the whole part is
+// queued again, including the commands already queued for the node that a
+// MOVED or ASK named, and both copies are then read into the same
+// command from two goroutines (a data race, and a script run twice).
+// Single commands are redirected one at a time. queue must return the
+// commands it queued, in order.
+func Pipelined(ctx context.Context, rdb Pipeliner, queue func(p redis.Pipeliner) []redis.Cmder) error {
+	cc, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			queue(p)
+			return nil
+		})
+		return err
+	}
+	p := cc.Pipeline()
+	cmds := queue(p)
+	p.Discard()
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, clusterFanout)
+	for _, cmd := range cmds {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = cc.Process(ctx, cmd)
+			<-slots
+		}()
+	}
+	wg.Wait()
+	for _, cmd := range cmds {
+		if err := cmd.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

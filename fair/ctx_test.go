@@ -31,3 +31,5 @@ func TestGuarded(t *testing.T) { locktest.Guarded(t, kind) }
 func TestMetadata(t *testing.T) { locktest.Metadata(t, kind) }
 
 func TestRecordsSwept(t *testing.T) { locktest.RecordsSwept(t, kind) }
+
+func TestOutOfMemory(t *testing.T) { locktest.OutOfMemory(t, kind) }

@@ -31,3 +31,5 @@ func TestGuarded(t *testing.T) { sides(t, locktest.Guarded) }
 func TestMetadata(t *testing.T) { sides(t, locktest.Metadata) }
 
 func TestRecordsSwept(t *testing.T) { sides(t, locktest.RecordsSwept) }
+
+func TestOutOfMemory(t *testing.T) { sides(t, locktest.OutOfMemory) }

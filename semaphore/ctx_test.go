@@ -31,3 +31,5 @@ func TestGuarded(t *testing.T) { locktest.Guarded(t, sem1) }
 func TestMetadata(t *testing.T) { locktest.Metadata(t, sem1) }
 
 func TestRecordsSwept(t *testing.T) { locktest.RecordsSwept(t, sem1) }
+
+func TestOutOfMemory(t *testing.T) { locktest.OutOfMemory(t, sem1) }

@@ -459,7 +459,7 @@ func TestRunTimeout(t *testing.T) {
 		r := relockProc(t, args("500ms")...)
 		oneLineError(t, r, exitNotObtained, `relock: run: mutex "`+name+`" not obtained within -timeout 500ms; COMMAND not run`)
 		assert.GreaterOrEqual(t, r.took, 500*time.Millisecond)
-		assert.Less(t, r.took, 2500*time.Millisecond)
+		assert.Less(t, r.took, 5*time.Second, "gave up long after -timeout (the process start included)")
 		assert.Empty(t, read(file), "the command ran")
 
 		p := startRelock(t, nil, nil, args("10s")...)

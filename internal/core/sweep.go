@@ -57,8 +57,9 @@ func NewSweeper(rdb redis.UniversalClient) *Sweeper {
 
 // readTimeout is rdb's read timeout, after which go-redis may send a
 // command again (its default, 3 s, when the options say 0); no timeout
-// (-1, -2) and an unknown client: an hour, as a reply is then never
-// retried for a timeout.
+// (-1, -2): an hour, as a reply is then never retried for a timeout; a
+// client of another type, whose timeout is unknown: 0, so that nothing
+// is swept (its records expire by themselves).
 func readTimeout(rdb redis.UniversalClient) time.Duration {
 	var d time.Duration
 	switch c := rdb.(type) {
@@ -69,7 +70,7 @@ func readTimeout(rdb redis.UniversalClient) time.Duration {
 	case *redis.Ring:
 		d = c.Options().ReadTimeout
 	default:
-		return 3 * time.Second
+		return 0
 	}
 	switch {
 	case d == 0:

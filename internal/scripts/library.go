@@ -50,9 +50,9 @@ end
 			if twin {
 				name, flag = name+"_s", "true"
 			}
-			fns.WriteString("redis.register_function('<prefix>" + name + "', function(keys, args)\nKEYS, ARGV, cluster = keys, args, " + flag + "\n")
+			fns.WriteString("redis.register_function{function_name='<prefix>" + name + "', callback=function(keys, args)\nKEYS, ARGV, cluster = keys, args, " + flag + "\n")
 			fns.WriteString(body)
-			fns.WriteString("\nend)\n")
+			fns.WriteString("\nend" + s.flags() + "}\n")
 		}
 	}
 	sum := sha1.Sum([]byte(helpers + fns.String()))
@@ -78,4 +78,21 @@ func (s *Script) Function(sharded bool) string {
 		return library.fnPrefix + s.name + "_s"
 	}
 	return library.fnPrefix + s.name
+}
+
+// flags returns the flags s is registered with, as the tail of its
+// register_function table. A function without flags is refused as a
+// whole when Redis is out of memory (maxmemory reached, noeviction),
+// where a script runs until a command that may grow memory: renewals,
+// releases and the calls that give a place up (abort, leave, resign,
+// force-unlock) only keep or free memory, so they must still run then,
+// or every watched hold would be lost and no lock could be released.
+// Acquires are refused, as they are as scripts.
+func (s *Script) flags() string {
+	for _, op := range []string{"renew", "resume", "_release", "_abort", "_leave", "_resign", "force_"} {
+		if strings.Contains(s.name, op) {
+			return ", flags={'allow-oom'}"
+		}
+	}
+	return ""
 }

@@ -27,7 +27,6 @@ local function extend(key, ms)
     redis.call('PEXPIRE', key, ms)
   end
 end
-end
 
 -- q_entry builds an entry (meta may be nil or '': none).
 local function q_entry(tok, wait, claim, fencing, meta)

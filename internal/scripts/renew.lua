@@ -23,9 +23,12 @@
 --
 -- It must never empty or delete a key: on a Redis Cluster the watchdog
 -- sends it without the never-created key of the lock scripts
--- (core.Keys.Absent), so that it keeps following a migrating slot, and a
--- key it emptied and then touched again would abort it half-way at a
--- migrating source.
+-- (core.Keys.Absent), so that it keeps following a migrating slot while
+-- its declared keys are all on one side, and a key it emptied and then
+-- touched again would abort it half-way at a migrating source. (A solo
+-- "w" or "s" hold declares its owners' set, which does not exist: Redis
+-- refuses that renewal while the slot migrates, so the watchdog sends it
+-- alone in its call, see watchdog.group.)
 local now -- server time in ms (clock.lua), read once when a "w" or "s" hold needs it
 local out, k = {}, 1
 for i = 1, #ARGV / 3 do

@@ -2,8 +2,9 @@
 // opening with a header that states its KEYS, ARGV and reply, and the
 // helper files (functions) they share.
 //
-// Every script gets all of its keys through KEYS (they share one lock's hash
-// tag, so they live in one cluster slot) and every value through ARGV.
+// Every key a script touches shares one lock's hash tag, so they live in
+// one cluster slot: it gets them through KEYS, or (the hot scripts, see
+// deriving) builds them from KEYS[1]; every value comes through ARGV.
 // Scripts that change a lock are idempotent per request id: go-redis resends
 // a command whose reply timed out, and a second run must answer as the first.
 //

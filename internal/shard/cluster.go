@@ -87,12 +87,7 @@ func Pause(ctx context.Context, tries int, first time.Time) error {
 	if time.Since(first) >= MaxUnsettled {
 		return errUnsettled
 	}
-	d := 250 * time.Millisecond
-	if tries < 5 {
-		d = 10 * time.Millisecond << (tries - 1)
-	}
-	d -= rand.N(d / 2)
-	t := time.NewTimer(d)
+	t := time.NewTimer(Backoff(tries))
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
@@ -100,6 +95,15 @@ func Pause(ctx context.Context, tries int, first time.Time) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// Backoff is Pause's wait after tries tries (1, 2, ...).
+func Backoff(tries int) time.Duration {
+	d := 250 * time.Millisecond
+	if tries < 5 {
+		d = 10 * time.Millisecond << (max(tries, 1) - 1)
+	}
+	return d - rand.N(d/2)
 }
 
 // ErrNoNode is what Node returns for a client that does not let a caller

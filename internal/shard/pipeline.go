@@ -18,8 +18,9 @@ const clusterFanout = 16
 
 // Pipelined sends the commands that queue queues and returns (as
 // go-redis's Pipelined does) the first error among their replies: in one
-// pipeline, except on a ClusterClient, where each command goes on its
-// own, clusterFanout at a time.
+// pipeline, except on a ClusterClient, where each command goes in a
+// pipeline of its own, clusterFanout at a time (so that the client's
+// pipeline hooks still see them).
 //
 // go-redis's cluster pipelines (v9.7 to v9.23 at least) may send one
 // command twice at once while a slot migrates: when the first command of
@@ -27,9 +28,9 @@ const clusterFanout = 16
 // multi-key command gets while its slot is half moved), the whole part is
 // queued again, including the commands already queued for the node that a
 // MOVED or ASK named, and both copies are then read into the same
-// command from two goroutines (a data race, and a script run twice).
-// Single commands are redirected one at a time. queue must return the
-// commands it queued, in order.
+// command from two goroutines (a data race, and a script run twice). A
+// pipeline of one command is redirected as a single command is. queue
+// must return the commands it queued, in order.
 func Pipelined(ctx context.Context, rdb Pipeliner, queue func(p redis.Pipeliner) []redis.Cmder) error {
 	cc, ok := rdb.(*redis.ClusterClient)
 	if !ok {
@@ -49,7 +50,7 @@ func Pipelined(ctx context.Context, rdb Pipeliner, queue func(p redis.Pipeliner)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_ = cc.Process(ctx, cmd)
+			_, _ = cc.Pipelined(ctx, func(p redis.Pipeliner) error { return p.Process(ctx, cmd) })
 			<-slots
 		}()
 	}

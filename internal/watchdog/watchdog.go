@@ -130,6 +130,9 @@ type Watchdog struct {
 	// one only with ContextTimeoutEnabled).
 	ctx    context.Context
 	cancel context.CancelFunc
+	// refused holds the renewals that a migrating slot refused, to be
+	// sent again soon (see resendRefused); the loop's goroutine only.
+	refused refusal
 
 	kick  chan struct{} // a claim is due
 	retry chan struct{} // renewals that replicas must confirm failed: retry soon
@@ -512,6 +515,15 @@ func (w *Watchdog) loop() {
 		}
 		t.Reset(d)
 	}
+	// resend times the next try of renewals a migrating slot refused.
+	resend := time.NewTimer(time.Hour)
+	resend.Stop()
+	defer resend.Stop()
+	again := func() {
+		if d, ok := w.refused.pending(); ok {
+			resend.Reset(d)
+		}
+	}
 	for {
 		select {
 		case <-w.stop:
@@ -519,12 +531,17 @@ func (w *Watchdog) loop() {
 		case <-w.retry:
 			reset(soon)
 			continue
+		case <-resend.C:
+			w.resendRefused()
+			again()
+			continue
 		case <-w.kick:
 			// Claims only, at once; the period's round keeps its time,
 			// unless the claims failed: then a full round, soon, retries
 			// them.
 			if !w.round(true) {
 				reset(soon)
+				again()
 			}
 			continue
 		case <-t.C:
@@ -534,6 +551,7 @@ func (w *Watchdog) loop() {
 		if !w.round(false) {
 			// Transient failure: retry soon, until each hold's deadline.
 			next = soon
+			again()
 		}
 		// Rounds start a period apart, however long a round took.
 		t.Reset(max(next-time.Since(started), 0))
@@ -600,34 +618,68 @@ func (w *Watchdog) round(claimsOnly bool) bool {
 	if w.apply(now, batches, cmds, nil, true) {
 		return true
 	}
-	w.resendRefused(ctx, now, batches, cmds)
+	w.refused = refusal{first: now}
+	w.refused.take(w.rdb, batches, cmds)
 	return false
 }
 
-// resendRefused sends again the renewals of batches (sent at first, with
-// replies cmds) that a migrating slot refused (shard.Unsettled), pausing
-// as lock calls do (shard.Pause), until they get through or ctx ends:
-// while a slot moves, its masters refuse every script of its keys for as
-// long as the move lasts, and go-redis follows the refusals for a few
-// milliseconds only, so that a round's retry (a quarter period later)
-// could miss every gap between moves until the lease ran out. Only the
-// first failure of a round is reported (onRoundFailed).
-func (w *Watchdog) resendRefused(ctx context.Context, first time.Time, batches [][]*Hold, cmds []*redis.Cmd) {
-	for tries := 1; ; tries++ {
-		var refused [][]*Hold
-		for i, c := range cmds {
-			if shard.Unsettled(w.rdb, c.Err()) {
-				refused = append(refused, batches[i])
+// refusal is the renewals that a migrating slot refused, and when and how
+// often they were sent.
+type refusal struct {
+	batches [][]*Hold
+	first   time.Time
+	tries   int
+}
+
+// take keeps the batches whose renewal (cmds) a migrating slot refused
+// (shard.Unsettled), and counts a try.
+func (r *refusal) take(rdb redis.UniversalClient, batches [][]*Hold, cmds []*redis.Cmd) {
+	r.batches = r.batches[:0]
+	for i, c := range cmds {
+		if shard.Unsettled(rdb, c.Err()) {
+			r.batches = append(r.batches, batches[i])
+		}
+	}
+	r.tries++
+}
+
+// pending reports whether refused renewals are to be sent again, and
+// after how long: as lock calls are (shard.Backoff), for up to
+// shard.MaxUnsettled.
+func (r *refusal) pending() (time.Duration, bool) {
+	if len(r.batches) == 0 || time.Since(r.first) >= shard.MaxUnsettled {
+		return 0, false
+	}
+	return shard.Backoff(r.tries), true
+}
+
+// resendRefused sends again the renewals that a migrating slot refused
+// (Watchdog.refused): while a slot moves, its masters refuse a script of
+// its keys whenever one of its declared keys is on the other side (or, a
+// solo read/write lock's or semaphore's, missing), and go-redis follows
+// the refusals for a few milliseconds only, so that the round's retry (a
+// quarter period later) could miss every gap until the lease ran out.
+// The loop calls it between its rounds and claims, so neither waits for
+// a move; only the round's first failure is reported (onRoundFailed).
+func (w *Watchdog) resendRefused() {
+	r := &w.refused
+	latest := time.Now()
+	w.mu.Lock()
+	for _, b := range r.batches {
+		for _, h := range b {
+			if h.deadline.After(latest) {
+				latest = h.deadline
 			}
 		}
-		if len(refused) == 0 || shard.Pause(ctx, tries, first) != nil {
-			return
-		}
-		batches, cmds = refused, make([]*redis.Cmd, len(refused))
-		sent := time.Now()
-		w.send(ctx, w.rdb, batches, cmds)
-		w.apply(sent, batches, cmds, nil, false)
 	}
+	w.mu.Unlock()
+	ctx, cancel := context.WithTimeout(w.ctx, max(w.period, time.Second, time.Until(latest)))
+	defer cancel()
+	batches, cmds := r.batches, make([]*redis.Cmd, len(r.batches))
+	sent := time.Now()
+	w.send(ctx, w.rdb, batches, cmds)
+	w.apply(sent, batches, cmds, nil, false)
+	r.take(w.rdb, batches, cmds)
 }
 
 // pipeliner is what renewals are sent through: the Client's Redis client,
@@ -856,6 +908,15 @@ func group(holds []*Hold, shardOf func(key string) string) [][]*Hold {
 	bySlot := make(map[string][]*Hold)
 	for _, h := range holds {
 		s := shardOf(h.Key)
+		if h.Aux != "" && s != "" {
+			// A read/write lock's or a semaphore's renewal declares its
+			// owners' sorted set too, which a solo lock lacks: a
+			// migrating slot refuses it for as long as the move lasts
+			// (a multi-key call with a key missing). Alone in its
+			// batch, it does not take the other holds of the slot with
+			// it.
+			s += "\x00" + h.Key
+		}
 		bySlot[s] = append(bySlot[s], h)
 	}
 	var out [][]*Hold

@@ -27,9 +27,12 @@
 //     the leader acts on, and have that refuse a lower one: that is what
 //     keeps out a former leader that does not know yet that it lost.
 //   - Candidates are served in the order they joined the queue at Redis.
-//     A live candidate is never dropped, however long it waits; one whose
-//     process died is dropped within its heartbeat (relock.WithHeartbeat,
-//     default 5 s), so it delays the others by at most that.
+//     A live candidate is never dropped, however long it waits, while its
+//     heartbeats reach Redis; one whose process died is dropped within its
+//     heartbeat (relock.WithHeartbeat, default 5 s), so it delays the
+//     others by at most that. (Redis stalled for longer than a heartbeat
+//     looks like the death of every candidate: each one still campaigning
+//     rejoins the queue, in the order its next call arrives.)
 //   - Hand-over: Resign makes the next candidate leader in the same script
 //     and pushes it the news, on which its Campaign returns (no polling
 //     interval). A leader whose process died is replaced within one lease

@@ -79,8 +79,10 @@ func New(c *relock.Client, name string, opts ...relock.LockOption) *Mutex {
 // the holder's lease to run out, whichever comes first.
 //
 // On ctx end it returns an error matching both relock.ErrNotObtained and
-// ctx.Err(), and leaves nothing behind (if an attempt was in flight and did
-// take the lock, it is released). Lock on a handle that already holds the
+// ctx.Err(), and leaves nothing behind but a short-lived request record
+// (if an attempt was in flight and did take the lock, it is released; the
+// record refuses a late copy of that attempt, and expires within the
+// lease). Lock on a handle that already holds the
 // mutex returns relock.ErrAlreadyHeld at once; after its hold was lost,
 // Lock returns relock.ErrNotHeld until Unlock has reported the loss (see
 // "When a hold is lost" in package relock).

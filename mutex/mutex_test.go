@@ -511,3 +511,21 @@ func TestClusterMoves(t *testing.T) { locktest.ClusterMoves(t, kind) }
 func TestClusterReshard(t *testing.T) { locktest.ClusterReshard(t, kind) }
 
 func TestClusterReleaseMidMigration(t *testing.T) { locktest.ClusterReleaseMidMigration(t, kind) }
+
+// TestGiveUpNamesLock: a Lock whose ctx ends while it waits says which
+// lock it gave up on, as every other error of a handle does.
+func TestGiveUpNamesLock(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		c, _ := newClient(t, s)
+		name := redistest.Name(t)
+		holder := mutex.New(c, name)
+		require.NoError(t, holder.Lock(context.Background()))
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		err := mutex.New(c, name).Lock(ctx)
+		require.ErrorIs(t, err, relock.ErrNotObtained)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Equal(t, `mutex: lock "`+name+`": relock: lock not obtained: context deadline exceeded`, err.Error())
+		require.NoError(t, holder.Unlock(context.Background()))
+	})
+}

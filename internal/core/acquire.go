@@ -66,6 +66,9 @@ func (h *Holder) Wait(ctx context.Context, op string, class Class, n int, lease 
 	c := &call{h: h, ctx: ctx, op: op, class: class, n: n, lease: lease, block: true, begin: time.Now(), first: true}
 	defer c.end()
 	err := h.E.Wait(ctx, spec, c)
+	if lockerr.BareGiveUp(err) {
+		err = h.errorf(op, err) // `mutex: lock "orders:42": relock: lock not obtained: ...`
+	}
 	h.failed(ctx, err, c)
 	return err
 }
@@ -75,6 +78,9 @@ func (h *Holder) Try(ctx context.Context, op string, class Class, n int, lease t
 	c := &call{h: h, ctx: ctx, op: op, class: class, n: n, lease: lease, begin: time.Now(), first: true}
 	defer c.end()
 	ok, _, err := c.Attempt(ctx)
+	if lockerr.BareGiveUp(err) {
+		err = h.errorf(op, err)
+	}
 	h.failed(ctx, err, c)
 	return ok, err
 }

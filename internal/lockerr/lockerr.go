@@ -52,6 +52,10 @@ func (e notObtained) Error() string        { return NotObtained.Error() + ": " +
 func (e notObtained) Unwrap() error        { return e.cause }
 func (e notObtained) Is(target error) bool { return target == NotObtained }
 
+// BareGiveUp reports whether err is a GaveUp error as it was made, not yet
+// wrapped with the lock's name.
+func BareGiveUp(err error) bool { _, ok := err.(notObtained); return ok }
+
 // GaveUp returns an error matching both NotObtained and cause.
 func GaveUp(cause error) error { return notObtained{cause: cause} }
 

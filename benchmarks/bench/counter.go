@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/internal/core"
 )
 
 // Counter counts the Redis commands and round trips of the clients it is
@@ -103,7 +105,7 @@ func (h counterHook) DialHook(next redis.DialHook) redis.DialHook {
 func (h counterHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		switch {
-		case sweep(cmd):
+		case core.IsSweep(cmd):
 			h.c.sweeps.Add(1)
 		case !handshake(cmd):
 			h.c.Add(1, 1)
@@ -117,7 +119,7 @@ func (h counterHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 		var n int64
 		for _, cmd := range cmds {
 			switch {
-			case sweep(cmd):
+			case core.IsSweep(cmd):
 				h.c.sweeps.Add(1)
 			case !handshake(cmd):
 				n++
@@ -140,19 +142,4 @@ func handshake(cmd redis.Cmder) bool {
 		return true
 	}
 	return false
-}
-
-// sweep reports whether cmd is a relock.Client's DEL of done requests'
-// records (keys "<lock>:r:..." after the hash tag).
-func sweep(cmd redis.Cmder) bool {
-	args := cmd.Args()
-	if !strings.EqualFold(cmd.Name(), "del") || len(args) < 2 {
-		return false
-	}
-	for _, a := range args[1:] {
-		if k, ok := a.(string); !ok || !strings.Contains(k, "}:r:") {
-			return false
-		}
-	}
-	return true
 }

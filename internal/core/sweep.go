@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -164,4 +165,20 @@ func (s *Sweeper) delete(keys []string) {
 		}
 		return cmds
 	})
+}
+
+// IsSweep reports whether cmd is a Sweeper's DEL of request records (keys
+// "<lock>:r:..." after the lock's hash tag), for counters that tell a
+// Client's background work from the commands of its calls.
+func IsSweep(cmd redis.Cmder) bool {
+	args := cmd.Args()
+	if !strings.EqualFold(cmd.Name(), "del") || len(args) < 2 {
+		return false
+	}
+	for _, a := range args[1:] {
+		if k, ok := a.(string); !ok || !strings.Contains(k, "}:r:") {
+			return false
+		}
+	}
+	return true
 }

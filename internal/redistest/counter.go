@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/internal/core"
 )
 
 // Counter is a go-redis hook that counts the commands a client sends for
@@ -46,7 +48,7 @@ func (c *Counter) DialHook(next redis.DialHook) redis.DialHook {
 func (c *Counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		switch {
-		case sweep(cmd):
+		case core.IsSweep(cmd):
 			c.sweeps.Add(1)
 		case !handshake(cmd):
 			c.cmds.Add(1)
@@ -62,7 +64,7 @@ func (c *Counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 		n := 0
 		for _, cmd := range cmds {
 			switch {
-			case sweep(cmd):
+			case core.IsSweep(cmd):
 				c.sweeps.Add(1)
 			case !handshake(cmd):
 				n++
@@ -84,19 +86,4 @@ func handshake(cmd redis.Cmder) bool {
 		return true
 	}
 	return false
-}
-
-// sweep reports whether cmd is a DEL of request records only (a
-// Sweeper's).
-func sweep(cmd redis.Cmder) bool {
-	args := cmd.Args()
-	if !strings.EqualFold(cmd.Name(), "del") || len(args) < 2 {
-		return false
-	}
-	for _, a := range args[1:] {
-		if k, ok := a.(string); !ok || !strings.Contains(k, "}:r:") {
-			return false
-		}
-	}
-	return true
 }

@@ -55,11 +55,20 @@ var (
 func RealCluster(t testing.TB) *Cluster {
 	t.Helper()
 	skipShort(t)
-	clusterOnce.Do(func() { cluster, clusterErr = startCluster(3, nodeTimeout) })
+	clusterOnce.Do(formCluster)
 	if clusterErr != nil {
 		unavailable(t, clusterErr)
 	}
 	return cluster
+}
+
+// formCluster starts the binary's cluster (RealCluster).
+func formCluster() {
+	if cluster, clusterErr = startCluster(3, nodeTimeout); clusterErr == nil {
+		for _, n := range cluster.Nodes {
+			addShared(n.Addr)
+		}
+	}
 }
 
 // StartCluster starts a cluster of t's own, with masters masters and one

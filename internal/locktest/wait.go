@@ -19,8 +19,11 @@ import (
 // runs out) waits about the holder's remaining lease, not the one-second
 // cap on a wait of unknown length. Many waiters, each on its own holder,
 // make it likely that some attempt lands in a holder's last millisecond
-// (which the scripts once reported as "unknown").
+// (which the scripts once reported as "unknown"). Its 60 clients load the
+// machine, and its bound would measure the load of tests beside it: it
+// runs alone.
 func WaitBoundedByLease(t *testing.T, k Kind) {
+	redistest.Exclusive(t, "60 clients under a timing bound: it loads, and measures the load of, the tests beside it")
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		const (
@@ -76,8 +79,10 @@ func WaitBoundedByLease(t *testing.T, k Kind) {
 // stands still): thousands of keys make each of its commands slow (it
 // sorts all its keys on every command, a script's included), and holders'
 // leases spread over the length of a script make some expire in the
-// middle of one.
+// middle of one. That keeps a core busy, under a timing bound: it runs
+// alone.
 func WaitExpiryMidScript(t *testing.T, k Kind) {
+	redistest.Exclusive(t, "a miniredis of 5000 keys keeps a core busy, under a timing bound")
 	m := miniredis.RunT(t)
 	for i := 0; i < 5000; i++ {
 		require.NoError(t, m.Set(fmt.Sprintf("filler.%d", i), "x"))

@@ -30,6 +30,7 @@ import (
 // TestACL suites run under (redistest.ACLRules), word for word, on a line
 // of its own.
 func TestACLLine(t *testing.T) {
+	redistest.Parallel(t)
 	readme, err := os.ReadFile("README.md")
 	require.NoError(t, err)
 	lines := map[string]bool{}
@@ -50,6 +51,7 @@ func TestACLLine(t *testing.T) {
 // calls or that relock or go-redis sends itself (as ACLRules lists them),
 // so that a new script command cannot be forgotten in the README's line.
 func TestACLRulesCoverScripts(t *testing.T) {
+	redistest.Parallel(t)
 	allowed := map[string]bool{}
 	for _, f := range strings.Fields(redistest.ACLRules) {
 		if cmd, ok := strings.CutPrefix(f, "+"); ok {
@@ -106,6 +108,7 @@ func TestACLRulesCoverScripts(t *testing.T) {
 // and PING on a pub/sub connection (relock's health check after 15 s of
 // silence; a refusal would turn off pushed wake-ups).
 func TestACLConnection(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.RunACL(t, func(t *testing.T) {
 		redistest.RunReal(t, func(t *testing.T, s *redistest.Server) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -182,6 +185,7 @@ var lockTypes = []lockType{
 // take a free mutex, and then its Unlock (a script) fails. An election's
 // Campaign and Leader, and a latch's calls, are refused likewise.
 func TestACLWithoutRights(t *testing.T) {
+	redistest.Parallel(t)
 	const bound = 2 * time.Second
 	lacks := []struct{ name, rules string }{
 		{"no-keys", strings.Replace(redistest.ACLRules, " ~relock:* ", " ", 1)},

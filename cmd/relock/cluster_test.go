@@ -23,6 +23,7 @@ import (
 // TestCluster: on a Redis Cluster of three masters, list scans every
 // master, and inspect, force-unlock and run reach each lock's node.
 func TestCluster(t *testing.T) {
+	redistest.Parallel(t)
 	if testing.Short() {
 		t.Skip("a new cluster takes 2s to accept writes")
 	}

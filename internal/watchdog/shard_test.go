@@ -17,9 +17,10 @@ import (
 )
 
 // servers runs f on the addresses of n healthy servers: miniredis ones,
-// then real redis-servers (the package's and some of the test's own).
+// and real redis-servers (the package's and some of the test's own), side
+// by side in a test marked redistest.Parallel.
 func servers(t *testing.T, n int, f func(t *testing.T, addrs []string)) {
-	t.Run("miniredis", func(t *testing.T) {
+	redistest.Subtest(t, "miniredis", func(t *testing.T) {
 		var addrs []string
 		for range n {
 			m := miniredis.RunT(t)
@@ -28,7 +29,7 @@ func servers(t *testing.T, n int, f func(t *testing.T, addrs []string)) {
 		}
 		f(t, addrs)
 	})
-	t.Run("redis", func(t *testing.T) {
+	redistest.Subtest(t, "redis", func(t *testing.T) {
 		addrs := []string{redistest.Real(t).Addr}
 		for len(addrs) < n {
 			addrs = append(addrs, redistest.StartServer(t).Addr)
@@ -83,6 +84,7 @@ func checkHeld(t *testing.T, ring *redis.Ring, w *watchdog.Watchdog, holds []*wa
 // per shard (not one per lock), every call to the shard that holds its
 // keys, and the locks stay held.
 func TestRingRoundPerShard(t *testing.T) {
+	redistest.Parallel(t)
 	servers(t, 2, func(t *testing.T, addrs []string) {
 		const n, lease = 200, 900 * time.Millisecond // renewed every 300 ms
 		ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": addrs[0], "b": addrs[1]}})
@@ -112,6 +114,7 @@ func TestRingRoundPerShard(t *testing.T) {
 // The watchdog routes every key where the Ring does, and the locks stay
 // held.
 func TestRingShardDown(t *testing.T) {
+	redistest.Parallel(t)
 	servers(t, 2, func(t *testing.T, addrs []string) {
 		const n, lease = 100, 900 * time.Millisecond
 		ring := redis.NewRing(&redis.RingOptions{

@@ -367,14 +367,14 @@ func ShortHeartbeatKeepsPlace(t *testing.T, k Kind) {
 		name := redistest.Name(t)
 		c, rdb := redistest.NewClient(t, s)
 		x, later := k.New(c, name), k.waiter(c, name)
-		// (100 ms lost the place on a loaded machine.)
-		first := k.waiter(c, name, relock.WithHeartbeat(200*time.Millisecond))
+		// (100 and 200 ms lost the place on a loaded machine.)
+		first := k.waiter(c, name, relock.WithHeartbeat(500*time.Millisecond))
 		require.NoError(t, x.Lock(ctx))
 		f := lockAsync(ctx, first)
 		waitQueued(t, rdb, k, name, 1)
 		l := lockAsync(ctx, later)
 		waitQueued(t, rdb, k, name, 2)
-		time.Sleep(600 * time.Millisecond) // 3 of first's heartbeats
+		time.Sleep(1500 * time.Millisecond) // 3 of first's heartbeats
 		require.NoError(t, x.Unlock(ctx))
 		select {
 		case err := <-f:

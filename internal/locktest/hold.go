@@ -296,8 +296,10 @@ func Extend(t *testing.T, k Kind) {
 		// Redis no longer has the hold as this handle's (deleted, then
 		// taken by another owner), before the handle could know. (An
 		// rwlock's or a semaphore's other key, the owners' expiries,
-		// keeps the handle's entry until its lease ends: short.)
-		h = k.New(c, name, relock.WithLease(time.Second))
+		// keeps the handle's entry until its lease ends: short, but not
+		// so short that it runs out before the Extend: 1 s did, on a
+		// loaded machine.)
+		h = k.New(c, name, relock.WithLease(2*time.Second))
 		require.NoError(t, h.Lock(ctx))
 		deleteLock(t, s, name)
 		err = h.Extend(ctx, time.Minute)
@@ -395,9 +397,10 @@ func LockFor(t *testing.T, k Kind) {
 // would: its holders' holds are gone.
 func deleteLock(t *testing.T, s *redistest.Server, name string) {
 	t.Helper()
+	admin := s.Admin(t)
 	for _, key := range s.Keys(t, "relock:*{"+name+"}*") {
 		if !strings.HasSuffix(key, ":fence") {
-			require.NoError(t, s.Admin(t).Del(context.Background(), key).Err())
+			require.NoError(t, admin.Del(context.Background(), key).Err())
 		}
 	}
 }

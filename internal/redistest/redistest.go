@@ -287,13 +287,42 @@ func start() (*Server, error) {
 	return &Server{Addr: addr}, nil
 }
 
+// ports are the ports freePort has handed out in this process.
+var ports struct {
+	mu   sync.Mutex
+	used map[int]bool
+}
+
+// freePort returns a free loopback port that this process has not had
+// before: the servers of tests that run side by side must not get one
+// another's ports, nor one of a server that stopped (the nodes of a
+// cluster keep calling a dead node's address, and took a new server there
+// into their cluster).
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	ports.mu.Lock()
+	defer ports.mu.Unlock()
+	if ports.used == nil {
+		ports.used = map[int]bool{}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	var held []net.Listener // ports had before, kept bound until one is new
+	defer func() {
+		for _, l := range held {
+			_ = l.Close()
+		}
+	}()
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		if !ports.used[port] {
+			_ = l.Close()
+			ports.used[port] = true
+			return port, nil
+		}
+		held = append(held, l)
+	}
 }
 
 // waitReady waits until the server at addr answers PING (over TLS with

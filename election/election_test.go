@@ -63,7 +63,7 @@ func assertOnlyCounter(t *testing.T, s *redistest.Server, name string, d time.Du
 			}
 		}
 		return true
-	}, d+500*time.Millisecond, 20*time.Millisecond)
+	}, d+2*time.Second, 20*time.Millisecond)
 	if !ok {
 		rdb := s.Client(t)
 		for _, k := range s.Keys(t, base(name)+"*") {

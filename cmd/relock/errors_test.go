@@ -112,12 +112,5 @@ func TestUnreachable(t *testing.T) {
 	}
 }
 
-// freeAddr returns a loopback address that nothing listens on.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
-}
+// freeAddr returns a loopback address that refuses connections.
+func freeAddr(t *testing.T) string { return redistest.ClosedAddr(t) }

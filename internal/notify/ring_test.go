@@ -3,7 +3,6 @@ package notify_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
@@ -236,14 +235,10 @@ func deadRing(t testing.TB) *redis.Ring {
 	return ring
 }
 
-// closedAddr returns a loopback address nothing listens on.
-func closedAddr(t testing.TB) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
-}
+// closedAddr returns a loopback address that refuses connections (a
+// port merely free was taken by a server of a test beside it, and the
+// "down" shard was up).
+func closedAddr(t testing.TB) string { return redistest.ClosedAddr(t) }
 
 // TestRingSubscribeFails: where go-redis's Ring.Subscribe panics (every
 // shard down, or a Subscribe that panics outright), a blocking Lock neither

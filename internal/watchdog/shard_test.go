@@ -3,7 +3,6 @@ package watchdog_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
@@ -38,14 +37,10 @@ func servers(t *testing.T, n int, f func(t *testing.T, addrs []string)) {
 	})
 }
 
-// closedAddr returns a loopback address nothing listens on.
-func closedAddr(t testing.TB) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
-}
+// closedAddr returns a loopback address that refuses connections (a
+// port merely free was taken by a server of a test beside it, and the
+// "down" shard was up).
+func closedAddr(t testing.TB) string { return redistest.ClosedAddr(t) }
 
 // watchRing sets n mutex keys through ring, watches them with a watchdog
 // renewing to lease, and returns their holds.

@@ -23,6 +23,7 @@ import (
 // fn's context ends when a part is lost, with that part's loss as its
 // cause, and Do's error says so; the Multi's HoldContext ends on Unlock.
 func TestDoMulti(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		c, _ := redistest.NewClient(t, s, relock.WithWatchdogTimeout(600*time.Millisecond))
@@ -64,6 +65,7 @@ func TestDoMulti(t *testing.T) {
 // TestMultiLockForExtend: a Multi's LockFor gives every part the lease,
 // and Extend extends every part.
 func TestMultiLockForExtend(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		c, _ := redistest.NewClient(t, s)
@@ -127,6 +129,7 @@ func (f *fakeLocker) Name() string { return "fake" }
 // TestDoOtherLocker: Do with a Locker of another package cancels fn's
 // context when its Lost fires (cause ErrNotHeld), and leaves no goroutine.
 func TestDoOtherLocker(t *testing.T) {
+	redistest.Exclusive(t, "it counts the goroutines of the whole process")
 	redistest.CheckGoroutinesOf(t, "Do's watchers", func(stack string) bool {
 		return strings.Contains(stack, "relock.holdContext")
 	})

@@ -101,6 +101,7 @@ func checkWatchers(t *testing.T) {
 }
 
 func TestMultiLockAllOrNone(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		c, _ := redistest.NewClient(t, s)
@@ -135,6 +136,7 @@ func TestMultiLockAllOrNone(t *testing.T) {
 }
 
 func TestMultiLockOrder(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		c, _ := redistest.NewClient(t, s)
@@ -159,6 +161,7 @@ func TestMultiLockOrder(t *testing.T) {
 // locks, given in different orders, from three Clients, and checks that
 // they finish (no deadlock) and that each lock excludes the others.
 func TestMultiLockNoDeadlock(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
@@ -214,6 +217,7 @@ func TestMultiLockNoDeadlock(t *testing.T) {
 }
 
 func TestMultiLockCtxEnds(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		c, _ := redistest.NewClient(t, s)
@@ -238,6 +242,7 @@ func TestMultiLockCtxEnds(t *testing.T) {
 }
 
 func TestMultiLockFailedPart(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		// The last part fails at once (a mutex its own handle holds): the
 		// parts taken before it are given back, their re-entries too.
@@ -259,6 +264,7 @@ func TestMultiLockFailedPart(t *testing.T) {
 }
 
 func TestMultiLockReentrant(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		c, _ := redistest.NewClient(t, s)
@@ -279,6 +285,7 @@ func TestMultiLockReentrant(t *testing.T) {
 }
 
 func TestMultiLockLost(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		checkWatchers(t)
@@ -329,6 +336,7 @@ func TestMultiLockLost(t *testing.T) {
 // TestMultiLockUnlockEndedCtx: an Unlock whose ctx has ended releases
 // every part (a deferred Unlock in a handler whose client went away).
 func TestMultiLockUnlockEndedCtx(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		c, _ := redistest.NewClient(t, s)
@@ -348,6 +356,7 @@ func TestMultiLockUnlockEndedCtx(t *testing.T) {
 }
 
 func TestMultiLockUnlockRetried(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		// One part's Unlock loses its reply: the Multi still holds that
 		// part, and the next Unlock repeats only that part's request.
@@ -387,6 +396,7 @@ func TestMultiLockUnlockRetried(t *testing.T) {
 // was counted twice, the other part stayed held for good and every later
 // Lock failed with ErrAlreadyHeld).
 func TestMultiLockAfterFailedUnlock(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		faults := &redistest.Faults{}
@@ -420,6 +430,7 @@ func TestMultiLockAfterFailedUnlock(t *testing.T) {
 }
 
 func TestMultiLockBadInput(t *testing.T) {
+	redistest.Parallel(t)
 	ctx := context.Background()
 	s := &redistest.Server{Addr: "127.0.0.1:1"} // never dialled: input is checked first
 	c := relock.New(s.Client(t))

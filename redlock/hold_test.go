@@ -55,7 +55,7 @@ func (ms masters) allWithin(t *testing.T, name string, lo, hi time.Duration, wha
 // renewed, and is lost when it runs out; the next owner gets the lock
 // then. A lease out of bounds is refused, and nothing written.
 func TestLockFor(t *testing.T) {
-	t.Parallel()
+	redistest.Parallel(t)
 	run(t, func(t *testing.T, ms masters) {
 		ctx := context.Background()
 		name := redistest.Name(t)
@@ -112,7 +112,7 @@ func TestLockFor(t *testing.T) {
 // Extend that finds the key gone on a majority reports the loss, and
 // recreates nothing.
 func TestExtend(t *testing.T) {
-	t.Parallel()
+	redistest.Parallel(t)
 	run(t, func(t *testing.T, ms masters) {
 		ctx := context.Background()
 		name := redistest.Name(t)
@@ -200,7 +200,7 @@ func TestExtend(t *testing.T) {
 // outcome is unknown: the hold ends with it, here before the unreachable
 // masters' requests time out.
 func TestExtendNoQuorum(t *testing.T) {
-	t.Parallel()
+	redistest.Parallel(t)
 	runReal(t, func(t *testing.T, ms masters) {
 		ctx := context.Background()
 		name := redistest.Name(t)
@@ -358,7 +358,7 @@ func watchers() bool {
 // queues at once (its entries name the claim of its own lease, and its
 // leave must name the same).
 func TestLockForGivesUp(t *testing.T) {
-	t.Parallel()
+	redistest.Parallel(t)
 	run(t, func(t *testing.T, ms masters) {
 		ctx := context.Background()
 		name := redistest.Name(t)

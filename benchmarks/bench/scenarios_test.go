@@ -15,6 +15,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 
 	"github.com/relock-go/relock/benchmarks/bench"
+	"github.com/relock-go/relock/internal/redistest"
 )
 
 func mini(t *testing.T) *bench.Server {
@@ -44,6 +45,7 @@ const slow = 10 * time.Second
 // miniredis, so that a change that breaks the benchmarks is caught by go
 // test.
 func TestScenarios(t *testing.T) {
+	redistest.Parallel(t)
 	srv := mini(t)
 	ctx := context.Background()
 	cfg := bench.Config{
@@ -230,6 +232,7 @@ func TestMainTable(t *testing.T) {
 // masters: uncontended and hand-off rows for 3 and 5 masters, no other
 // scenario, no target of the single-server kinds.
 func TestMultiMaster(t *testing.T) {
+	redistest.Parallel(t)
 	var addrs []string
 	for range 5 {
 		addrs = append(addrs, miniredis.RunT(t).Addr())
@@ -277,6 +280,7 @@ func TestMultiMaster(t *testing.T) {
 // commands of a script included: one renewal round of the 500 holds took
 // 0.5-1.2 s, more than the lease allows, and holds were lost.
 func TestWatchdogManyLocksOnMiniredis(t *testing.T) {
+	redistest.Exclusive(t, "500 holds renewed on one miniredis keep a core busy, under the watchdog's deadlines")
 	srv := mini(t)
 	cfg := bench.Config{Server: srv, WatchdogTimeout: time.Second, WatchdogPeriods: 2}
 	for _, k := range bench.RelockKinds() {

@@ -62,6 +62,7 @@ func owners(t *testing.T, s *redistest.Server, kind, name string) []string {
 // waiter gets it at once, and its former holder learns of the loss at its
 // next renewal.
 func TestForceUnlock(t *testing.T) {
+	redistest.Exclusive(t, "it counts the goroutines of the whole process")
 	const watchdog = 300 * time.Millisecond // renewals every 100ms
 	for _, k := range kinds {
 		t.Run(k.kind, func(t *testing.T) {
@@ -122,6 +123,7 @@ func TestForceUnlock(t *testing.T) {
 // TestForceUnlockAsks: without -yes, each held lock is deleted only if
 // the answer on stdin is yes.
 func TestForceUnlockAsks(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, _ := redistest.NewClient(t, s)
@@ -283,6 +285,7 @@ func nowHeld(kind, name string, now, owners []string) string {
 // it). Nothing is deleted: the command says who holds it now and asks
 // again; confirmed, it deletes those holders' lock.
 func TestForceUnlockHolderChanged(t *testing.T) {
+	redistest.Parallel(t)
 	servers(t, func(t *testing.T, s *redistest.Server, flags []string) {
 		for _, tc := range turnovers {
 			t.Run(tc.kind, func(t *testing.T) {
@@ -321,6 +324,7 @@ func TestForceUnlockHolderChanged(t *testing.T) {
 // when the operator confirms, with other counts (a re-entry, permits
 // taken and given back): "the same holders", deleted.
 func TestForceUnlockSameHolders(t *testing.T) {
+	redistest.Parallel(t)
 	servers(t, func(t *testing.T, s *redistest.Server, flags []string) {
 		for _, tc := range turnovers {
 			if tc.kind == "mutex" {
@@ -350,6 +354,7 @@ func TestForceUnlockSameHolders(t *testing.T) {
 // changed between reading and deleting it is not deleted, and the
 // command fails saying so; a lock released meanwhile is reported as such.
 func TestForceUnlockYesHolderChanged(t *testing.T) {
+	redistest.Exclusive(t, "it sets beforeForceUnlock, which every force-unlock of the process calls")
 	t.Cleanup(func() { beforeForceUnlock = nil })
 	servers(t, func(t *testing.T, s *redistest.Server, flags []string) {
 		for _, tc := range turnovers {
@@ -414,6 +419,7 @@ func jsonList(a []string) string {
 // come (the network drops everything once the lock was read), the command
 // fails within -timeout and says that the outcome is unknown.
 func TestForceUnlockUnknownOutcome(t *testing.T) {
+	redistest.Exclusive(t, "it sets beforeForceUnlock, which every force-unlock of the process calls")
 	t.Cleanup(func() { beforeForceUnlock = nil })
 	redistest.RunReal(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()

@@ -17,6 +17,7 @@ import (
 )
 
 func TestInspect(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		sc := newScene(t, s)
 		fp := core.Fingerprint
@@ -104,6 +105,7 @@ func TestInspect(t *testing.T) {
 }
 
 func TestList(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		sc := newScene(t, s)
@@ -158,6 +160,7 @@ func TestList(t *testing.T) {
 // TestListManyKeys: list walks a keyspace of many unrelated keys with
 // SCAN, never KEYS (counted by the real server's INFO commandstats).
 func TestListManyKeys(t *testing.T) {
+	redistest.Exclusive(t, "INFO commandstats counts every test's commands")
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		admin := s.Client(t)
@@ -189,6 +192,7 @@ func TestListManyKeys(t *testing.T) {
 }
 
 func TestWatch(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, _ := redistest.NewClient(t, s)

@@ -361,6 +361,7 @@ func lockExists(t *testing.T, s *redistest.Server, name string) bool {
 // TestRunExclusive: relock runs of one name run their children one at a
 // time, every one of them.
 func TestRunExclusive(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		name := redistest.Name(t)
 		file := filepath.Join(t.TempDir(), "runs")
@@ -383,6 +384,7 @@ func TestRunExclusive(t *testing.T) {
 
 // TestRunSemaphore: with -n 2, two children run at once, never three.
 func TestRunSemaphore(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		name := redistest.Name(t)
 		file := filepath.Join(t.TempDir(), "runs")
@@ -409,6 +411,7 @@ func TestRunSemaphore(t *testing.T) {
 // TestRunTry: -try gives up at once, with status 75, while another owner
 // holds the lock, and runs the command when it is free.
 func TestRunTry(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, _ := redistest.NewClient(t, s)
@@ -444,6 +447,7 @@ func TestRunTry(t *testing.T) {
 // run that gets the lock within D runs the command; the wait may outlast
 // -call-timeout.
 func TestRunTimeout(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, _ := redistest.NewClient(t, s)
@@ -479,6 +483,7 @@ func TestRunTimeout(t *testing.T) {
 // after -grace, and relock run exits with status 124; it shows the
 // owner's fingerprint, never its token.
 func TestRunLost(t *testing.T) {
+	redistest.Parallel(t)
 	const lease = time.Second // renewed every 333ms: a deletion is seen within that
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		t.Run("SIGTERM", func(t *testing.T) {
@@ -551,6 +556,7 @@ func TestRunLost(t *testing.T) {
 // signal N). A signal during the wait ends it (128+N), and leaves nothing
 // behind. Signals do not depend on the server: on redis-server only.
 func TestRunSignals(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.RunReal(t, func(t *testing.T, s *redistest.Server) {
 		for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT} {
 			t.Run(signalName(sig), func(t *testing.T) {
@@ -608,6 +614,7 @@ func TestRunSignals(t *testing.T) {
 // TestRunSuspend: ^Z (SIGTSTP) to relock run stops the child and relock
 // run; SIGCONT continues both.
 func TestRunSuspend(t *testing.T) {
+	redistest.Parallel(t)
 	needProc(t)
 	redistest.RunReal(t, func(t *testing.T, s *redistest.Server) {
 		name := redistest.Name(t)
@@ -629,6 +636,7 @@ func TestRunSuspend(t *testing.T) {
 // TestRunCrash: a relock run killed by SIGKILL takes its child with it
 // (Linux), and its lock is freed within -lease.
 func TestRunCrash(t *testing.T) {
+	redistest.Parallel(t)
 	needProc(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		const lease = time.Second
@@ -642,7 +650,10 @@ func TestRunCrash(t *testing.T) {
 		// stderr, which the child has too.
 		require.Eventually(t, func() bool { return gone(p.cmd.Process.Pid) }, 2*time.Second, 5*time.Millisecond)
 		assert.Eventually(t, func() bool { return gone(pid) }, 2*time.Second, 5*time.Millisecond, "the child runs on")
-		require.Eventually(t, func() bool { return !lockExists(t, s, name) }, lease+2*time.Second, 10*time.Millisecond, "the lock was not freed")
+		admin := s.Admin(t) // one client for every poll, and no t in it
+		key := core.NewKeys("mutex", name).Lock
+		require.Eventually(t, func() bool { return admin.Exists(context.Background(), key).Val() == 0 },
+			lease+2*time.Second, 10*time.Millisecond, "the lock was not freed")
 		t.Logf("lock freed %v after the crash", time.Since(killed).Round(time.Millisecond))
 	})
 }
@@ -650,6 +661,7 @@ func TestRunCrash(t *testing.T) {
 // TestRunStdio: the child reads relock run's stdin and writes to its
 // stdout and stderr, and its exit status is relock run's.
 func TestRunStdio(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.RunReal(t, func(t *testing.T, s *redistest.Server) {
 		for _, code := range []int{0, 3} {
 			name := redistest.Name(t)
@@ -667,6 +679,7 @@ func TestRunStdio(t *testing.T) {
 // fencing token (strictly increasing per name), or with -n, RELOCK_FENCE
 // empty; values inherited from relock run's environment are replaced.
 func TestRunEnv(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		name := redistest.Name(t)
 		stale := []string{"RELOCK_NAME=stale", "RELOCK_FENCE=99"}
@@ -684,6 +697,7 @@ func TestRunEnv(t *testing.T) {
 // TestRunExitStatus: usage errors exit 2 and failures 1 (before any child
 // runs), a COMMAND not found 127 and one not executable 126.
 func TestRunExitStatus(t *testing.T) {
+	redistest.Parallel(t)
 	closed := "redis://" + freeAddr(t)
 	noExec := filepath.Join(t.TempDir(), "script")
 	require.NoError(t, os.WriteFile(noExec, []byte("#!/bin/sh\n"), 0o644))
@@ -731,6 +745,7 @@ func TestRunExitStatus(t *testing.T) {
 // TestRunHelp: run -h says what -timeout means for run, the environment
 // and the exit statuses, in 80 columns.
 func TestRunHelp(t *testing.T) {
+	redistest.Parallel(t)
 	r := relockCmd(t, "", "run", "-h")
 	require.Equal(t, 0, r.code)
 	for _, want := range []string{

@@ -51,16 +51,21 @@ func ClusterNames(t *testing.T, k Kind) {
 	}
 }
 
-// ClusterWakeUps checks wake-ups on the binary's Redis Cluster: locks of
-// different names live on different masters; a release publishes with
-// SPUBLISH (sharded pub/sub) on its lock's master only, never a
-// cluster-wide PUBLISH; a Client's waiters share at most one pub/sub
-// connection per master; and when those connections are killed, the
-// waiters' channels are subscribed again within a second (releases then
-// reach them by push), waiters released at once still get their locks,
-// and the next waiters are pushed again.
+// ClusterWakeUps checks wake-ups on a Redis Cluster: locks of different
+// names live on different masters; a release publishes with SPUBLISH
+// (sharded pub/sub) on its lock's master only, never a cluster-wide
+// PUBLISH; a Client's waiters share at most one pub/sub connection per
+// master; and when those connections are killed, the waiters' channels
+// are subscribed again within a second (releases then reach them by
+// push), waiters released at once still get their locks, and the next
+// waiters are pushed again.
+//
+// It kills every pub/sub connection of its cluster and counts its PUBLISH
+// calls: the cluster is its own (on the binary's, that would disturb, and
+// count, the tests that run beside it).
 func ClusterWakeUps(t *testing.T, k Kind) {
-	s := redistest.ClusterServer(t)
+	cl := redistest.StartCluster(t, 3, 5*time.Second)
+	s := &redistest.Server{Addr: cl.Nodes[0].Addr, Cluster: cl}
 	ctx := testCtx(t)
 	admin := s.Admin(t).(*redis.ClusterClient)
 	var b [4]byte
@@ -219,10 +224,10 @@ func ClusterFailover(t *testing.T, k Kind) {
 	require.Positive(t, synced, "no synced hold on the master that dies")
 
 	require.NoError(t, victim.Crash())
-	promoted := cl.Nodes[3] // the victim's replica
+	promoted := cl.Nodes[3]  // the victim's replica
+	pc := promoted.Client(t) // one client for every poll, and no t in it
 	require.Eventually(t, func() bool {
-		info := promoted.Client(t).Info(ctx, "replication").Val()
-		return strings.Contains(info, "role:master")
+		return strings.Contains(pc.Info(ctx, "replication").Val(), "role:master")
 	}, 20*time.Second, 50*time.Millisecond, "the replica never took over")
 	// Give the watchdog a lease to renew at the new master, or to report.
 	time.Sleep(2 * time.Second)

@@ -26,7 +26,7 @@ import (
 // fired), and, for reentrant kinds, once before it (the re-entry itself
 // finds the hold gone).
 func LostHoldRefusesLock(t *testing.T, k Kind) {
-	t.Run("after-lost", func(t *testing.T) {
+	redistest.Subtest(t, "after-lost", func(t *testing.T) {
 		redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 			c, rdb := redistest.NewClient(t, s, relock.WithWatchdogTimeout(150*time.Millisecond))
 			name := redistest.Name(t)
@@ -44,7 +44,7 @@ func LostHoldRefusesLock(t *testing.T, k Kind) {
 	if !k.Reentrant {
 		return
 	}
-	t.Run("before-lost", func(t *testing.T) {
+	redistest.Subtest(t, "before-lost", func(t *testing.T) {
 		redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 			ctx := testCtx(t)
 			c, rdb := redistest.NewClient(t, s) // 30 s: the watchdog has not noticed
@@ -158,8 +158,9 @@ func PartialReleaseResentLate(t *testing.T, k Kind) {
 	}
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
-		// Records live min(lease, 15 s): 300 ms here, renewed holds.
-		c, rdb := redistest.NewClient(t, s, relock.WithWatchdogTimeout(300*time.Millisecond))
+		// Records live min(lease, 15 s): 600 ms here, renewed holds (every
+		// 200 ms; a 300 ms lease lapsed on a loaded machine).
+		c, rdb := redistest.NewClient(t, s, relock.WithWatchdogTimeout(600*time.Millisecond))
 		faults := &redistest.Faults{}
 		redistest.AddHook(rdb, faults)
 		name := redistest.Name(t)
@@ -169,7 +170,7 @@ func PartialReleaseResentLate(t *testing.T, k Kind) {
 		faults.LoseReplies(true)
 		require.ErrorIs(t, h.Unlock(ctx), redistest.ErrInjected)
 		faults.LoseReplies(false)
-		time.Sleep(600 * time.Millisecond) // the record expired; the hold is renewed
+		time.Sleep(1200 * time.Millisecond) // the record expired; the hold is renewed
 		require.NoError(t, h.Unlock(ctx), "the resent partial release")
 		assert.True(t, h.Held(), "one hold is left")
 		ok, err := other.TryLock(ctx)

@@ -36,7 +36,7 @@ func ReleaseEndedCtx(t *testing.T, k Kind) {
 	}
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		for what, end := range ended {
-			t.Run(what, func(t *testing.T) {
+			redistest.Subtest(t, what, func(t *testing.T) {
 				ctx := testCtx(t)
 				c, _ := redistest.NewClient(t, s, relock.WithWatchdogTimeout(time.Second))
 				name := redistest.Name(t)

@@ -3,7 +3,6 @@ package watchdog_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
@@ -17,9 +16,10 @@ import (
 )
 
 // servers runs f on the addresses of n healthy servers: miniredis ones,
-// then real redis-servers (the package's and some of the test's own).
+// and real redis-servers (the package's and some of the test's own), side
+// by side in a test marked redistest.Parallel.
 func servers(t *testing.T, n int, f func(t *testing.T, addrs []string)) {
-	t.Run("miniredis", func(t *testing.T) {
+	redistest.Subtest(t, "miniredis", func(t *testing.T) {
 		var addrs []string
 		for range n {
 			m := miniredis.RunT(t)
@@ -28,7 +28,7 @@ func servers(t *testing.T, n int, f func(t *testing.T, addrs []string)) {
 		}
 		f(t, addrs)
 	})
-	t.Run("redis", func(t *testing.T) {
+	redistest.Subtest(t, "redis", func(t *testing.T) {
 		addrs := []string{redistest.Real(t).Addr}
 		for len(addrs) < n {
 			addrs = append(addrs, redistest.StartServer(t).Addr)
@@ -37,14 +37,10 @@ func servers(t *testing.T, n int, f func(t *testing.T, addrs []string)) {
 	})
 }
 
-// closedAddr returns a loopback address nothing listens on.
-func closedAddr(t testing.TB) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
-}
+// closedAddr returns a loopback address that refuses connections (a
+// port merely free was taken by a server of a test beside it, and the
+// "down" shard was up).
+func closedAddr(t testing.TB) string { return redistest.ClosedAddr(t) }
 
 // watchRing sets n mutex keys through ring, watches them with a watchdog
 // renewing to lease, and returns their holds.
@@ -83,6 +79,7 @@ func checkHeld(t *testing.T, ring *redis.Ring, w *watchdog.Watchdog, holds []*wa
 // per shard (not one per lock), every call to the shard that holds its
 // keys, and the locks stay held.
 func TestRingRoundPerShard(t *testing.T) {
+	redistest.Parallel(t)
 	servers(t, 2, func(t *testing.T, addrs []string) {
 		const n, lease = 200, 900 * time.Millisecond // renewed every 300 ms
 		ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": addrs[0], "b": addrs[1]}})
@@ -112,6 +109,7 @@ func TestRingRoundPerShard(t *testing.T) {
 // The watchdog routes every key where the Ring does, and the locks stay
 // held.
 func TestRingShardDown(t *testing.T) {
+	redistest.Parallel(t)
 	servers(t, 2, func(t *testing.T, addrs []string) {
 		const n, lease = 100, 900 * time.Millisecond
 		ring := redis.NewRing(&redis.RingOptions{

@@ -25,6 +25,7 @@ func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
 // that one renewal period costs a few round trips, not one per lock, that
 // the locks stay held, and that no goroutine is started per lock.
 func TestBatchedRenewal(t *testing.T) {
+	redistest.Exclusive(t, "it counts the goroutines of the whole process")
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		n, lease := 2000, 600*time.Millisecond // renewed every 200 ms
@@ -72,6 +73,7 @@ func TestBatchedRenewal(t *testing.T) {
 }
 
 func TestSlot(t *testing.T) {
+	redistest.Parallel(t)
 	// Reference values from Redis Cluster (CLUSTER KEYSLOT).
 	for key, want := range map[string]uint16{
 		"foo":            12182,
@@ -89,6 +91,7 @@ func TestSlot(t *testing.T) {
 // lease, renewals are retried and the hold survives; longer, the hold is
 // declared lost at its local deadline, and the lock is not recreated.
 func TestTransientFailures(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		const lease = 600 * time.Millisecond
@@ -137,6 +140,7 @@ func TestTransientFailures(t *testing.T) {
 // be declared lost at its local deadline, before the lock expires on the
 // server and another owner can take it.
 func TestLostBeforeExpiry(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		const lease = 2 * time.Second
@@ -187,6 +191,7 @@ func TestLostBeforeExpiry(t *testing.T) {
 // TestLostHoldStaysLost: a hold declared lost cannot be watched again (a
 // re-entry in flight when it was lost must not revive its renewals).
 func TestLostHoldStaysLost(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		w := watchdog.New(s.Client(t), time.Second, nil, nil)
 		t.Cleanup(w.Close)
@@ -205,6 +210,7 @@ func TestLostHoldStaysLost(t *testing.T) {
 // miniredis servers: the package's real server is one): every shard gets
 // the script, and every call goes to the shard that owns its keys.
 func TestRing(t *testing.T) {
+	redistest.Parallel(t)
 	ctx := context.Background()
 	a, b := miniredis.RunT(t), miniredis.RunT(t)
 	a.ClockTTL(true)
@@ -235,7 +241,8 @@ func TestRing(t *testing.T) {
 // grace. The round ends by itself when the server answers, the goroutine
 // then exits, and the renewal that the round did apply revives nothing.
 func TestCloseDuringRound(t *testing.T) {
-	redistest.RunReal(t, func(t *testing.T, s *redistest.Server) {
+	redistest.Parallel(t)
+	redistest.RunOwn(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		const lease = 900 * time.Millisecond // renewed every 300 ms
 		admin := s.Client(t)
@@ -307,6 +314,7 @@ func TestCloseDuringRound(t *testing.T) {
 // not stop the periodic renewals of the other holds (review: the period
 // timer was stopped and never reset, and every hold was lost).
 func TestFailedClaimRoundKeepsRenewing(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		rdb := s.Client(t)

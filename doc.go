@@ -3,8 +3,9 @@
 // reentrant lock (package reentrant), a strictly FIFO fair lock (package
 // fair), a read/write lock with sync.RWMutex semantics (package rwlock), a
 // weighted semaphore whose permits cannot leak (package semaphore), a
-// count-down latch (package latch), and MultiLock, which takes several
-// locks as one.
+// count-down latch (package latch), MultiLock, which takes several locks
+// as one, a Redlock mutex over several independent masters (package
+// redlock), and a leader election (package election).
 //
 // This package holds what they share: the Client, the options and the
 // errors. A Client wraps a go-redis client and owns one watchdog goroutine,
@@ -16,8 +17,9 @@
 //
 // # What every lock does by construction
 //
-//   - Acquire is one atomic script that sets the owner and the lease
-//     together: a crash can never leave a lock without an expiry.
+//   - Acquire sets the owner and the lease in one atomic command (a
+//     script, or a mutex's SET NX PX): a crash can never leave a lock
+//     without an expiry.
 //   - Release checks the owner token atomically: a slow former holder never
 //     deletes or extends the next holder's lock (its Unlock returns an error
 //     matching ErrNotHeld).

@@ -1,4 +1,4 @@
-// Package chaos is relock's multi-process chaos test (issue 13). It has no
+// Package chaos is relock's multi-process chaos test. It has no
 // API: everything is in its tests, which need a real redis-server.
 //
 //	RELOCK_REQUIRE_REDIS=1 go test -race -count=1 ./chaos/                     # CI: about 80 s
@@ -148,5 +148,5 @@
 // taking the lock and must be reported (thousands of violations in 2 s).
 //
 // Each run logs a line of figures; TestChaos logs a table of all runs and
-// of the faults by kind (go test -v), to paste into the README.
+// of the faults by kind (go test -v), to paste into docs/testing.md.
 package chaos

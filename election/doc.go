@@ -90,5 +90,5 @@
 // a lease after its last change), and each handle's request record
 // :r:<token>. Candidates are told on their own channels
 // relock:election:{name}:w:<token>, observers on relock:election:{name}.
-// The ACL rules of relock's locks cover elections (see the README).
+// The ACL rules of relock's locks cover elections (see docs/operations.md, "ACL").
 package election

@@ -184,9 +184,10 @@
 // connection until ReadTimeout, although the attempt stopped waiting for it
 // after the attempt timeout (relock ends its ctx then, so it is not
 // resent). Each master's keys are those of a plain mutex under the kind
-// "redlock" (relock:redlock:{name}, :queue, :timeouts, and a request
-// record :r:<token> kept min(that master's part's lease, 15 s)); the relock
-// command does not list this kind. Events (relock.WithObserver) of a Mutex go to the
+// "redlock" (relock:redlock:{name}, :queue, :timeouts, and a record per
+// request, :r:<token>:<id>, kept min(that master's part's lease, 15 s) and
+// not swept as other types' records are); the relock command does not
+// list this kind. Events (relock.WithObserver) of a Mutex go to the
 // observers of its first Client; each Client's watchdog reports its own
 // failed renewal rounds.
 package redlock

@@ -175,7 +175,7 @@ func calls(info, cmd string) int64 {
 }
 
 // ClusterFailover kills a master of a cluster of the test's own while
-// locks are held on every master, and checks what the README promises:
+// locks are held on every master, and checks what docs/deployment.md promises:
 // nothing hangs; the locks of the other masters are untouched; a hold on
 // the dead master is either kept (its key had reached the replica that
 // took over) or reported lost (Lost fires, Unlock returns ErrNotHeld),

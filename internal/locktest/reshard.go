@@ -54,7 +54,7 @@ func (r *refusals) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 // two masters of a cluster of the test's own, key by key, while two
 // Clients take and release those locks in a loop and a third holds other
 // locks of the same slots on its watchdog (lease 2 s) across every move,
-// all as a user with exactly the README's ACL rules for a Cluster. While
+// all as a user with exactly the ACL rules of docs/operations.md for a Cluster. While
 // a slot migrates, Redis refuses the locks' scripts (ASK, TRYAGAIN; the
 // test counts the refusals and requires some). No two owners may be
 // inside one lock at once (an oracle in the test), no call may fail or

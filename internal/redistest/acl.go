@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// ACLUser is the name of the restricted user of RunACL, as in the README.
+// ACLUser is the name of the restricted user of RunACL, as in docs/operations.md.
 const ACLUser = "relock"
 
 // ACLRules are the ACL rules of a Redis user that can use everything relock
@@ -31,7 +31,7 @@ const ACLUser = "relock"
 //     refusal) is left out, as Redis 7.0 rejects the rule;
 //   - called by the scripts (internal/scripts/*.lua): the rest.
 //
-// The README's "ACL" section shows them in one ACL SETUSER line, which
+// docs/operations.md's "ACL" section shows them in one ACL SETUSER line, which
 // TestACLLine (package relock) checks against ACLLine.
 const ACLRules = "resetkeys ~relock:* resetchannels &relock:* -@all " +
 	"+evalsha +eval +fcall +function|load +set +get +exists +pttl +hget +wait +subscribe +unsubscribe +ping " +
@@ -51,18 +51,18 @@ const ACLRules = "resetkeys ~relock:* resetchannels &relock:* -@all " +
 // Redis 7.0 has no rule for the bare container alone: +command allows its
 // subcommands too (COMMAND COUNT, DOCS, GETKEYS, INFO, LIST...), all of
 // which only describe the command table. Every node needs the user: Redis
-// does not spread ACLs over a cluster. The README gives them as
+// does not spread ACLs over a cluster. docs/operations.md gives them as
 // "ACL SETUSER relock " + ACLClusterRules.
 const ACLClusterRules = "+cluster|slots +command +asking +spublish +ssubscribe +sunsubscribe"
 
 // ACLOperatorRules are the rules that the relock command (cmd/relock)
 // needs beyond ACLRules: SCAN (list). (HGETALL, with which inspect's
 // scripts and the handles' Holders read whole hashes, is in ACLRules.)
-// The README gives them as "ACL SETUSER relock " + ACLOperatorRules.
+// docs/operations.md gives them as "ACL SETUSER relock " + ACLOperatorRules.
 const ACLOperatorRules = "+scan"
 
 // ACLLine is the ACL SETUSER command that creates (or resets the rules
-// of) user with password and ACLRules, as the README writes it.
+// of) user with password and ACLRules, as docs/operations.md writes it.
 func ACLLine(user, password string) string {
 	return "ACL SETUSER " + user + " on >" + password + " " + ACLRules
 }

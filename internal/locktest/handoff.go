@@ -21,8 +21,9 @@ import (
 // the starvation threshold).
 const queued = 150 * time.Millisecond
 
-// singles counts the commands a client sends one by one (not in a
-// pipeline, as the watchdog's renewals and claims are).
+// singles counts the commands a client sends one by one, but the
+// watchdog's renewals and claims (see renewal: in a pipeline on a single
+// server, one by one on a Cluster).
 type singles struct{ n atomic.Int64 }
 
 func (c *singles) DialHook(next redis.DialHook) redis.DialHook {
@@ -33,7 +34,9 @@ func (c *singles) DialHook(next redis.DialHook) redis.DialHook {
 
 func (c *singles) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		c.n.Add(1)
+		if !renewal(cmd) {
+			c.n.Add(1)
+		}
 		return next(ctx, cmd)
 	}
 }

@@ -95,18 +95,31 @@ func checkOwed(t *testing.T, s *redistest.Server, k Kind, h Handle, name string,
 	require.NoError(t, h.Unlock(ctx))
 }
 
-// losePipelines is a go-redis hook that, while on, sends pipelines (the
-// watchdog's renewals) but reports them failed, as replies that were lost.
-type losePipelines struct{ on atomic.Bool }
+// loseRenewals is a go-redis hook that, while on, sends the watchdog's
+// renewals but reports them failed, as replies that were lost: a pipeline
+// of renewals on a single server, each renewal command on a Cluster (see
+// renewal).
+type loseRenewals struct{ on atomic.Bool }
 
-var errLostReply = errors.New("locktest: pipeline reply lost")
+var errLostReply = errors.New("locktest: renewal reply lost")
 
-func (l *losePipelines) DialHook(next redis.DialHook) redis.DialHook          { return next }
-func (l *losePipelines) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-func (l *losePipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (l *loseRenewals) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (l *loseRenewals) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if l.on.Load() && renewal(cmd) {
+			cmd.SetErr(errLostReply)
+			return errLostReply
+		}
+		return err
+	}
+}
+
+func (l *loseRenewals) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		err := next(ctx, cmds)
-		if l.on.Load() {
+		if l.on.Load() && anyRenewal(cmds) {
 			for _, c := range cmds {
 				c.SetErr(errLostReply)
 			}
@@ -126,7 +139,7 @@ func FenceAfterLocalLoss(t *testing.T, k Kind) {
 	}
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
-		hook := &losePipelines{}
+		hook := &loseRenewals{}
 		c, rdb := redistest.NewClient(t, s, relock.WithWatchdogTimeout(300*time.Millisecond))
 		redistest.AddHook(rdb, hook)
 		h := k.New(c, redistest.Name(t), relock.WithFencing())

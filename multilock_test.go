@@ -284,8 +284,12 @@ func TestMultiLockReentrant(t *testing.T) {
 	})
 }
 
+// TestMultiLockLost: Lost fires when a part is lost, and the one
+// goroutine that watches the parts lives only as long as the hold. It
+// counts those goroutines in the whole process (watchers): it runs alone,
+// its servers one after the other.
 func TestMultiLockLost(t *testing.T) {
-	redistest.Parallel(t)
+	redistest.Exclusive(t, "it counts the goroutines of the whole process that watch a Multi's parts")
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		checkWatchers(t)

@@ -87,8 +87,18 @@ func TestForceUnlock(t *testing.T) {
 				}()
 				time.Sleep(50 * time.Millisecond) // the waiter waits
 
+				lost := make(chan time.Time, 1)
+				go func() {
+					select {
+					case <-h.Lost():
+						lost <- time.Now()
+					case <-wctx.Done():
+					}
+					close(lost)
+				}()
 				start := time.Now()
 				r := relockCmd(t, "", "-redis", redisURL(s), "-yes", "force-unlock", name)
+				deleted := time.Now() // by then (the command took 279 ms on a loaded machine)
 				require.Equal(t, 0, r.code)
 				assert.Equal(t, "deleted "+k.kind+` "`+name+`" held by `+was[0]+"\n", r.stdout)
 				assert.Empty(t, r.stderr)
@@ -102,11 +112,12 @@ func TestForceUnlock(t *testing.T) {
 				}
 				assert.NotContains(t, owners(t, s, k.kind, name), was[0], "the former holder still holds it")
 				select {
-				case <-h.Lost():
-					t.Logf("Lost after %v", time.Since(start))
-					// The next renewal (every watchdog/3) finds the lock gone;
-					// some slack for a loaded machine.
-					assert.Less(t, time.Since(start), watchdog/3+200*time.Millisecond, "Lost fired later than the next renewal")
+				case at, ok := <-lost:
+					require.True(t, ok, "the former holder's Lost never fired")
+					t.Logf("Lost %v after the force-unlock began, %v after it returned", at.Sub(start), at.Sub(deleted))
+					// The next renewal (every watchdog/3) after the deletion
+					// finds the lock gone; some slack for a loaded machine.
+					assert.Less(t, at.Sub(deleted), watchdog/3+200*time.Millisecond, "Lost fired later than the next renewal")
 				case <-time.After(time.Second):
 					t.Fatal("the former holder's Lost never fired")
 				}

@@ -394,7 +394,9 @@ func TestRunSemaphore(t *testing.T) {
 			ps = append(ps, startRelock(t, nil, nil, args...))
 		}
 		starts := func() int { return strings.Count(read(file), "start ") }
-		require.Eventually(t, func() bool { return starts() == 2 }, 10*time.Second, 5*time.Millisecond, "two did not start")
+		// Five processes of this race-enabled binary start first: 10 s
+		// was too short for them on a loaded machine.
+		require.Eventually(t, func() bool { return starts() == 2 }, 30*time.Second, 5*time.Millisecond, "two did not start")
 		time.Sleep(300 * time.Millisecond)
 		assert.Equal(t, 2, starts(), "a third started")
 		note(file+".go", "go") // the children end; the third starts, and ends
@@ -445,13 +447,18 @@ func TestRunTry(t *testing.T) {
 
 // TestRunTimeout: -timeout D gives up after about D with status 75, and a
 // run that gets the lock within D runs the command; the wait may outlast
-// -call-timeout.
+// -call-timeout. The bounds count from the run seen waiting (in the
+// mutex's queue) and to the lock seen taken: a relock run and its child
+// are processes of this race-enabled test binary, whose start took
+// seconds on a loaded machine (3.6 s to give up after -timeout 500ms).
 func TestRunTimeout(t *testing.T) {
 	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, _ := redistest.NewClient(t, s)
+		admin := s.Admin(t) // one client for every poll, and no t in them
 		name := redistest.Name(t)
+		keys := core.NewKeys("mutex", name)
 		file := filepath.Join(t.TempDir(), "runs")
 		m := mutex.New(c, name)
 		require.NoError(t, m.Lock(ctx))
@@ -460,21 +467,41 @@ func TestRunTimeout(t *testing.T) {
 			a := []string{"-redis", redisURL(s), "run", "-call-timeout", "200ms", "-timeout", timeout, name, "--"}
 			return append(a, childArgs(t, "record", file, "0s")...)
 		}
-		r := relockProc(t, args("500ms")...)
-		oneLineError(t, r, exitNotObtained, `relock: run: mutex "`+name+`" not obtained within -timeout 500ms; COMMAND not run`)
-		assert.GreaterOrEqual(t, r.took, 500*time.Millisecond)
-		assert.Less(t, r.took, 2500*time.Millisecond)
-		assert.Empty(t, read(file), "the command ran")
+		// queued waits until p waits in the mutex's queue, and returns
+		// when it was seen there.
+		queued := func(p *proc) time.Time {
+			t.Helper()
+			require.Eventually(t, func() bool { return admin.ZCard(ctx, keys.Queue).Val() == 1 || !p.running() },
+				20*time.Second, 2*time.Millisecond)
+			require.True(t, p.running(), "relock run ended before it was seen waiting:\n%s%s", p.stdout.String(), p.stderr.String())
+			return time.Now()
+		}
 
-		p := startRelock(t, nil, nil, args("10s")...)
+		// -timeout 1s (500 ms was shorter than a loaded machine took to
+		// be seen waiting).
+		p := startRelock(t, nil, nil, args("1s")...)
+		waiting := queued(p)
+		r := p.wait(t, 20*time.Second)
+		oneLineError(t, r, exitNotObtained, `relock: run: mutex "`+name+`" not obtained within -timeout 1s; COMMAND not run`)
+		assert.GreaterOrEqual(t, r.took, time.Second)
+		assert.Less(t, p.start.Add(r.took).Sub(waiting), 2500*time.Millisecond, "the run gave up long after -timeout")
+		assert.Empty(t, read(file), "the command ran")
+		assert.Zero(t, admin.ZCard(ctx, keys.Queue).Val(), "the run that gave up is still queued")
+
+		p = startRelock(t, nil, nil, args("10s")...)
+		queued(p)
 		time.Sleep(600 * time.Millisecond) // waiting, past -call-timeout
 		require.True(t, p.running(), "gave up early")
 		released := time.Now()
 		require.NoError(t, m.Unlock(ctx))
-		r = p.wait(t, 10*time.Second)
+		// Taken: the lock's key is back (relock run holds it while its
+		// child runs), or the child has started.
+		require.Eventually(t, func() bool { return admin.Exists(ctx, keys.Lock).Val() == 1 || read(file) != "" },
+			10*time.Second, 2*time.Millisecond, "relock run never got the lock")
+		assert.Less(t, time.Since(released), 3*time.Second, "it did not get the lock soon after the release")
+		r = p.wait(t, 20*time.Second)
 		require.Equal(t, 0, r.code)
 		assert.Len(t, intervals(t, file), 1)
-		assert.Less(t, time.Since(released), 3*time.Second, "it did not get the lock soon after the release")
 	})
 }
 

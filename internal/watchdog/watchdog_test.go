@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -222,7 +223,7 @@ func TestRing(t *testing.T) {
 	t.Cleanup(func() { _ = c.Close() })
 	name := redistest.Name(t)
 	var ms []*mutex.Mutex
-	for i := 0; i < 200; i++ {
+	for i := 0; i < miniLocks; i++ { // not more: see miniLocks
 		m := mutex.New(c, fmt.Sprintf("%s.%d", name, i))
 		require.NoError(t, m.Lock(ctx))
 		ms = append(ms, m)
@@ -247,21 +248,26 @@ func TestCloseDuringRound(t *testing.T) {
 		const lease = 900 * time.Millisecond // renewed every 300 ms
 		admin := s.Client(t)
 		rdb := s.Client(t)
-		counter := &redistest.Counter{}
-		redistest.AddHook(rdb, counter)
+		flight := &inFlight{}
+		redistest.AddHook(rdb, flight)
 		key := "relock:mutex:{" + redistest.Name(t) + "}"
 		require.NoError(t, admin.Set(ctx, key, "token", lease).Err())
 		w := watchdog.New(rdb, lease, nil, nil)
 		t.Cleanup(w.Close)
 		h := watchdog.NewHold(key, watchdog.KindString, "token")
 		_ = w.Add(h, time.Now(), lease, true)
-		// Two rounds: the script is cached and rounds run in step.
-		require.Eventually(t, func() bool { return counter.RoundTrips() >= 2 }, 3*time.Second, time.Millisecond)
+		// Two rounds answered: the function library is loaded (on this new
+		// server, the first FCALL finds no library and the round loads it,
+		// with FUNCTION LOAD, a write that a pause holds too) and rounds run
+		// in step. (Two commands sent were taken for two rounds: the pause
+		// then caught the library's load.)
+		require.Eventually(t, func() bool { return flight.answered() >= 2 }, 3*time.Second, time.Millisecond)
 
-		trips := counter.RoundTrips()
-		// Long enough that a round caught in flight by the pause gives up
-		// (go-redis's 3 s read timeout) and the next one starts inside it.
+		require.NoError(t, w.Err(h), "the hold was lost before the pause")
+		// Long enough for any round caught by it to stay stuck until the
+		// end of the test (go-redis's read timeout is 3 s).
 		require.NoError(t, admin.Do(ctx, "CLIENT", "PAUSE", 10000, "WRITE").Err())
+		pausedAt := time.Now()
 		paused := true
 		unpause := func() {
 			if paused {
@@ -270,8 +276,13 @@ func TestCloseDuringRound(t *testing.T) {
 			}
 		}
 		t.Cleanup(unpause)
-		require.Eventually(t, func() bool { return counter.RoundTrips() > trips }, 5*time.Second, time.Millisecond,
-			"no renewal round started during the pause")
+		// A round stuck on the paused server: one sent since the pause, or
+		// one caught by it, unanswered 100 ms after it (a round that was
+		// sent before the pause and answered is no use; one caught in
+		// flight used to be taken for done, and the hold's deadline then
+		// passed with no round sent during the pause).
+		require.Eventually(t, func() bool { return flight.stuck(pausedAt, 100*time.Millisecond) }, 5*time.Second, time.Millisecond,
+			"no renewal round stuck on the paused server")
 		time.Sleep(20 * time.Millisecond) // its script now waits on the paused server
 
 		start := time.Now()
@@ -339,4 +350,57 @@ func TestFailedClaimRoundKeepsRenewing(t *testing.T) {
 		}
 		assert.Positive(t, rdb.PTTL(ctx, healthy).Val(), "the healthy lock expired")
 	})
+}
+
+// inFlight is a go-redis hook that notes when the pipelines in flight (the
+// watchdog's rounds) were sent, and counts those answered.
+type inFlight struct {
+	mu   sync.Mutex
+	next int
+	sent map[int]time.Time
+	ok   int // pipelines answered without an error
+}
+
+// answered returns how many pipelines were answered without an error.
+func (f *inFlight) answered() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.ok
+}
+
+// stuck reports whether a pipeline is in flight that was sent after t, or
+// that was sent before t and is still unanswered more than d after t.
+func (f *inFlight) stuck(t time.Time, d time.Duration) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, at := range f.sent {
+		if at.After(t) || time.Since(t) > d {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *inFlight) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (f *inFlight) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (f *inFlight) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		f.mu.Lock()
+		if f.sent == nil {
+			f.sent = map[int]time.Time{}
+		}
+		id := f.next
+		f.next++
+		f.sent[id] = time.Now()
+		f.mu.Unlock()
+		err := next(ctx, cmds)
+		f.mu.Lock()
+		delete(f.sent, id)
+		if err == nil {
+			f.ok++
+		}
+		f.mu.Unlock()
+		return err
+	}
 }

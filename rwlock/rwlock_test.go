@@ -258,15 +258,20 @@ func TestReaderLeasesExpireIndependently(t *testing.T) {
 		short := rwlock.New(c, name, relock.WithLease(300*time.Millisecond))
 		w := rwlock.New(c, name)
 
+		// The long lease starts between start and its RLock's return:
+		// the writer may not get in before start plus the lease, and
+		// should soon after the RLock's return plus the lease (the RLock
+		// itself is slow on a loaded machine: from start, 1.505 s).
 		start := time.Now()
 		require.NoError(t, long.RLock(ctx))
+		longHeld := time.Now()
 		require.NoError(t, short.RLock(ctx))
 		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		require.NoError(t, w.Lock(wctx))
-		got := time.Since(start)
-		assert.GreaterOrEqual(t, got, 800*time.Millisecond, "writer got in before the longer read lease ran out")
-		assert.Less(t, got, 1500*time.Millisecond, "writer got in too long after the read leases ran out")
+		in := time.Now()
+		assert.GreaterOrEqual(t, in.Sub(start), 800*time.Millisecond, "writer got in before the longer read lease ran out")
+		assert.Less(t, in.Sub(longHeld), 1500*time.Millisecond, "writer got in too long after the read leases ran out")
 
 		for _, r := range []*rwlock.RWMutex{long, short} {
 			select {

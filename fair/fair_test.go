@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -299,20 +300,29 @@ func TestKilledWaiter(t *testing.T) {
 		cmd.Env = append(os.Environ(), fmt.Sprintf("RELOCK_TEST_WAITER=%s|%s|%s", s.Addr, name, heartbeat))
 		out, err := cmd.StdoutPipe()
 		require.NoError(t, err)
+		// The child exits when its stdin ends: with this process, if it
+		// dies before its cleanup could kill the child (a panic did, and
+		// the child waited on for good).
+		stdin, err := cmd.StdinPipe()
+		require.NoError(t, err)
 		require.NoError(t, cmd.Start())
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); _ = stdin.Close() })
 		line, err := bufio.NewReader(out).ReadString('\n')
 		require.NoError(t, err)
 		require.Equal(t, "waiting\n", line)
 		waitQueued(t, s, name, 1)
 
 		behind := fair.New(c, name, relock.WithHeartbeat(heartbeat))
-		got := make(chan time.Time, 1)
+		// No t in the goroutine: it may outlive the test (its t.Error
+		// after a failure panicked the binary).
+		type locked struct {
+			at  time.Time
+			err error
+		}
+		got := make(chan locked, 1)
 		go func() {
-			if err := behind.Lock(ctx); err != nil {
-				t.Error(err)
-			}
-			got <- time.Now()
+			err := behind.Lock(ctx)
+			got <- locked{time.Now(), err}
 		}()
 		waitQueued(t, s, name, 2)
 		time.Sleep(2 * heartbeat) // the live child keeps its place meanwhile
@@ -322,8 +332,9 @@ func TestKilledWaiter(t *testing.T) {
 		killed := time.Now()
 		require.NoError(t, holder.Unlock(ctx))
 		select {
-		case at := <-got:
-			delay := at.Sub(killed)
+		case r := <-got:
+			require.NoError(t, r.err, "the Lock of the waiter behind a dead one")
+			delay := r.at.Sub(killed)
 			assert.Less(t, delay, heartbeat+heartbeat/2, "a dead waiter delayed the queue by %v", delay)
 		case <-time.After(5 * heartbeat):
 			t.Fatal("the waiter behind a dead one was never served")
@@ -341,6 +352,10 @@ func waitForever(spec string) {
 	if err != nil {
 		panic(err)
 	}
+	go func() { // see TestKilledWaiter
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	}()
 	c := relock.New(redis.NewClient(&redis.Options{Addr: parts[0]}))
 	fmt.Println("waiting")
 	_ = fair.New(c, parts[1], relock.WithHeartbeat(hb)).Lock(context.Background())

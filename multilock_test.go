@@ -293,7 +293,9 @@ func TestMultiLockLost(t *testing.T) {
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		checkWatchers(t)
-		c, rdb := redistest.NewClient(t, s, relock.WithWatchdogTimeout(300*time.Millisecond))
+		// Renewed every 300 ms (a 300 ms lease lapsed on a loaded machine:
+		// "no renewal confirmed before the local deadline").
+		c, rdb := redistest.NewClient(t, s, relock.WithWatchdogTimeout(900*time.Millisecond))
 		name := redistest.Name(t)
 		a, b := mutex.New(c, name+".a"), reentrant.New(c, name+".b")
 		m := relock.MultiLock(a, b)

@@ -117,7 +117,10 @@ func TestExtend(t *testing.T) {
 		ctx := context.Background()
 		name := redistest.Name(t)
 		cs := ms.clients(t, relock.WithWatchdogTimeout(600*time.Millisecond))
-		h := redlock.New(cs, name, relock.WithLease(500*time.Millisecond))
+		// The first lease: not so short that it runs out on a master
+		// before the Extend reaches it (500 ms did, on a loaded machine).
+		const first = 1200 * time.Millisecond
+		h := redlock.New(cs, name, relock.WithLease(first))
 		other := redlock.New(ms.clients(t), name)
 
 		assert.ErrorIs(t, h.Extend(ctx, time.Second), relock.ErrNotHeld, "Extend before Lock")
@@ -126,7 +129,7 @@ func TestExtend(t *testing.T) {
 		assert.ErrorIs(t, h.Extend(ctx, time.Nanosecond), relock.ErrInvalidOption)
 		require.NoError(t, h.Extend(ctx, 3*time.Second))
 		ms.allWithin(t, name, 2500*time.Millisecond, 3*time.Second, "after Extend")
-		time.Sleep(700 * time.Millisecond) // past the first lease
+		time.Sleep(first + 200*time.Millisecond) // past the first lease
 		assert.True(t, h.Held(), "lost at the first lease's end: %v", h.LostErr())
 		ok, err := other.TryLock(ctx)
 		require.NoError(t, err)

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -230,15 +231,20 @@ func TestWatch(t *testing.T) {
 		require.Equal(t, 0, r.code)
 		assert.Equal(t, 2, strings.Count(r.stdout, `no lock named "`+name+`"`))
 
-		// Without -count, watch runs until its ctx is cancelled (SIGINT).
+		// Without -count, watch runs until its ctx is cancelled (SIGINT):
+		// here once it has shown two refreshes (a fixed 150 ms was less
+		// than its start took on a loaded machine), or after 10 s.
 		ctx, cancel := context.WithCancel(ctx)
-		defer time.AfterFunc(150*time.Millisecond, cancel).Stop()
-		var out, errw strings.Builder
-		start := time.Now()
-		code := runContext(ctx, []string{"-redis", redisURL(s), "watch", "-interval", "20ms", name}, strings.NewReader(""), &out, &errw)
+		defer time.AfterFunc(10*time.Second, cancel).Stop()
+		out := &refreshes{want: 2, reached: cancel}
+		var errw strings.Builder
+		code := runContext(ctx, []string{"-redis", redisURL(s), "watch", "-interval", "20ms", name}, strings.NewReader(""), out, &errw)
+		returned := time.Now()
 		assert.Equal(t, 0, code)
-		assert.Less(t, time.Since(start), time.Second)
 		assert.GreaterOrEqual(t, strings.Count(out.String(), "Every 20ms"), 2)
+		if at, ok := out.reachedAt(); assert.True(t, ok, "watch never showed two refreshes") {
+			assert.Less(t, returned.Sub(at), time.Second, "watch ran on after its ctx was cancelled")
+		}
 		assert.Empty(t, errw.String())
 	})
 }
@@ -286,4 +292,38 @@ func sweep(cmd redis.Cmder) bool {
 		}
 	}
 	return true
+}
+
+// refreshes is the output of a relock watch: once it holds want refreshes
+// ("Every ..." headers) it calls reached, once.
+type refreshes struct {
+	want    int
+	reached func()
+	mu      sync.Mutex
+	b       strings.Builder
+	at      time.Time
+}
+
+func (r *refreshes) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n, err := r.b.Write(p)
+	if r.at.IsZero() && strings.Count(r.b.String(), "Every ") >= r.want {
+		r.at = time.Now()
+		r.reached()
+	}
+	return n, err
+}
+
+func (r *refreshes) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.b.String()
+}
+
+// reachedAt returns when the output reached want refreshes, if it did.
+func (r *refreshes) reachedAt() (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.at, !r.at.IsZero()
 }

@@ -31,6 +31,7 @@ import (
 // suites run under (redistest.ACLRules), word for word, on a line of its
 // own, and the Cluster's and the relock command's extra rules likewise.
 func TestACLLine(t *testing.T) {
+	redistest.Parallel(t)
 	const page = "docs/operations.md"
 	doc, err := os.ReadFile(filepath.FromSlash(page))
 	require.NoError(t, err)
@@ -53,6 +54,7 @@ func TestACLLine(t *testing.T) {
 // so that a new script command cannot be forgotten in the documented line
 // (docs/operations.md).
 func TestACLRulesCoverScripts(t *testing.T) {
+	redistest.Parallel(t)
 	allowed := map[string]bool{}
 	for _, f := range strings.Fields(redistest.ACLRules) {
 		if cmd, ok := strings.CutPrefix(f, "+"); ok {
@@ -109,6 +111,7 @@ func TestACLRulesCoverScripts(t *testing.T) {
 // and PING on a pub/sub connection (relock's health check after 15 s of
 // silence; a refusal would turn off pushed wake-ups).
 func TestACLConnection(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.RunACL(t, func(t *testing.T) {
 		redistest.RunReal(t, func(t *testing.T, s *redistest.Server) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -185,6 +188,7 @@ var lockTypes = []lockType{
 // take a free mutex, and then its Unlock (a script) fails. An election's
 // Campaign and Leader, and a latch's calls, are refused likewise.
 func TestACLWithoutRights(t *testing.T) {
+	redistest.Parallel(t)
 	const bound = 2 * time.Second
 	// free: the lock types whose uncontended Lock and Unlock need none of
 	// the rights lacking (a mutex's first attempt is a SET NX; without

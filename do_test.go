@@ -23,6 +23,7 @@ import (
 // fn's context ends when a part is lost, with that part's loss as its
 // cause, and Do's error says so; the Multi's HoldContext ends on Unlock.
 func TestDoMulti(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		c, _ := redistest.NewClient(t, s, relock.WithWatchdogTimeout(600*time.Millisecond))
@@ -64,6 +65,7 @@ func TestDoMulti(t *testing.T) {
 // TestMultiLockForExtend: a Multi's LockFor gives every part the lease,
 // and Extend extends every part.
 func TestMultiLockForExtend(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		c, _ := redistest.NewClient(t, s)
@@ -71,19 +73,23 @@ func TestMultiLockForExtend(t *testing.T) {
 		parts := []relock.Locker{mutex.New(c, name+".a"), fair.New(c, name+".b"), rwlock.New(c, name+".c")}
 		m := relock.MultiLock(parts...)
 		keys := []string{"relock:mutex:{" + name + ".a}", "relock:fair:{" + name + ".b}", "relock:rwlock:{" + name + ".c}"}
+		admin := s.Admin(t)
 		assert.ErrorIs(t, m.LockFor(ctx, 0), relock.ErrInvalidOption)
 		assert.ErrorIs(t, m.Extend(ctx, time.Second), relock.ErrNotHeld, "Extend before Lock")
-		require.NoError(t, m.LockFor(ctx, 500*time.Millisecond))
+		// Not so short that it runs out before the Extend (500 ms did,
+		// on a loaded machine).
+		const lease = 1500 * time.Millisecond
+		require.NoError(t, m.LockFor(ctx, lease))
 		for _, k := range keys {
-			d := s.Admin(t).PTTL(ctx, k).Val()
-			assert.LessOrEqual(t, d, 500*time.Millisecond, k)
+			d := admin.PTTL(ctx, k).Val()
+			assert.LessOrEqual(t, d, lease, k)
 			assert.Positive(t, d, k)
 		}
 		require.NoError(t, m.Extend(ctx, 5*time.Second))
 		for _, k := range keys {
-			assert.Greater(t, s.Admin(t).PTTL(ctx, k).Val(), 4*time.Second, k)
+			assert.Greater(t, admin.PTTL(ctx, k).Val(), 4*time.Second, k)
 		}
-		time.Sleep(700 * time.Millisecond) // past the first lease
+		time.Sleep(lease + 200*time.Millisecond) // past the first lease
 		for _, l := range parts {
 			assert.False(t, free(t, c, l), "%s lost at the end of the first lease", l.Name())
 		}
@@ -127,6 +133,7 @@ func (f *fakeLocker) Name() string { return "fake" }
 // TestDoOtherLocker: Do with a Locker of another package cancels fn's
 // context when its Lost fires (cause ErrNotHeld), and leaves no goroutine.
 func TestDoOtherLocker(t *testing.T) {
+	redistest.Exclusive(t, "it counts the goroutines of the whole process")
 	redistest.CheckGoroutinesOf(t, "Do's watchers", func(stack string) bool {
 		return strings.Contains(stack, "relock.holdContext")
 	})

@@ -17,9 +17,11 @@ import (
 // TestFunctions: on a real server relock's scripts run as functions
 // (FCALL), and a server that lost them (FUNCTION FLUSH, as a restart
 // without persistence does) gets the library again on the next call, the
-// watchdog's renewals included: holds survive, calls succeed.
+// watchdog's renewals included: holds survive, calls succeed. It flushes
+// its server's functions and counts its FCALLs: the server is its own.
 func TestFunctions(t *testing.T) {
-	redistest.RunReal(t, func(t *testing.T, s *redistest.Server) {
+	redistest.Parallel(t)
+	redistest.RunOwn(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		admin := s.Admin(t)
 		c, _ := redistest.NewClient(t, s, relock.WithWatchdogTimeout(600*time.Millisecond))
@@ -45,8 +47,12 @@ func TestFunctions(t *testing.T) {
 // TestFunctionsRefused: an ACL user without +fcall and +function|load (the
 // documented rules before relock used functions) still gets every call done,
 // as scripts: the one refusal of FCALL turns functions off for the Client.
+// It reads its server's ACL LOG, which the ACL tests beside it fill (and
+// reset, when they fail), and whose oldest entries a full log drops: the
+// server is its own.
 func TestFunctionsRefused(t *testing.T) {
-	redistest.RunReal(t, func(t *testing.T, s *redistest.Server) {
+	redistest.Parallel(t)
+	redistest.RunOwn(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		rules := strings.Replace(redistest.ACLRules, " +fcall +function|load ", " ", 1)
 		require.NotEqual(t, redistest.ACLRules, rules)

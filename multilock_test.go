@@ -101,6 +101,7 @@ func checkWatchers(t *testing.T) {
 }
 
 func TestMultiLockAllOrNone(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		c, _ := redistest.NewClient(t, s)
@@ -135,6 +136,7 @@ func TestMultiLockAllOrNone(t *testing.T) {
 }
 
 func TestMultiLockOrder(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		c, _ := redistest.NewClient(t, s)
@@ -159,6 +161,7 @@ func TestMultiLockOrder(t *testing.T) {
 // locks, given in different orders, from three Clients, and checks that
 // they finish (no deadlock) and that each lock excludes the others.
 func TestMultiLockNoDeadlock(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
@@ -214,6 +217,7 @@ func TestMultiLockNoDeadlock(t *testing.T) {
 }
 
 func TestMultiLockCtxEnds(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		c, _ := redistest.NewClient(t, s)
@@ -238,6 +242,7 @@ func TestMultiLockCtxEnds(t *testing.T) {
 }
 
 func TestMultiLockFailedPart(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		// The last part fails at once (a mutex its own handle holds): the
 		// parts taken before it are given back, their re-entries too.
@@ -259,6 +264,7 @@ func TestMultiLockFailedPart(t *testing.T) {
 }
 
 func TestMultiLockReentrant(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		c, _ := redistest.NewClient(t, s)
@@ -278,11 +284,18 @@ func TestMultiLockReentrant(t *testing.T) {
 	})
 }
 
+// TestMultiLockLost: Lost fires when a part is lost, and the one
+// goroutine that watches the parts lives only as long as the hold. It
+// counts those goroutines in the whole process (watchers): it runs alone,
+// its servers one after the other.
 func TestMultiLockLost(t *testing.T) {
+	redistest.Exclusive(t, "it counts the goroutines of the whole process that watch a Multi's parts")
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		checkWatchers(t)
-		c, rdb := redistest.NewClient(t, s, relock.WithWatchdogTimeout(300*time.Millisecond))
+		// Renewed every 300 ms (a 300 ms lease lapsed on a loaded machine:
+		// "no renewal confirmed before the local deadline").
+		c, rdb := redistest.NewClient(t, s, relock.WithWatchdogTimeout(900*time.Millisecond))
 		name := redistest.Name(t)
 		a, b := mutex.New(c, name+".a"), reentrant.New(c, name+".b")
 		m := relock.MultiLock(a, b)
@@ -329,6 +342,7 @@ func TestMultiLockLost(t *testing.T) {
 // TestMultiLockUnlockEndedCtx: an Unlock whose ctx has ended releases
 // every part (a deferred Unlock in a handler whose client went away).
 func TestMultiLockUnlockEndedCtx(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		c, _ := redistest.NewClient(t, s)
@@ -348,6 +362,7 @@ func TestMultiLockUnlockEndedCtx(t *testing.T) {
 }
 
 func TestMultiLockUnlockRetried(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		// One part's Unlock loses its reply: the Multi still holds that
 		// part, and the next Unlock repeats only that part's request.
@@ -387,6 +402,7 @@ func TestMultiLockUnlockRetried(t *testing.T) {
 // was counted twice, the other part stayed held for good and every later
 // Lock failed with ErrAlreadyHeld).
 func TestMultiLockAfterFailedUnlock(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		faults := &redistest.Faults{}
@@ -420,6 +436,7 @@ func TestMultiLockAfterFailedUnlock(t *testing.T) {
 }
 
 func TestMultiLockBadInput(t *testing.T) {
+	redistest.Parallel(t)
 	ctx := context.Background()
 	s := &redistest.Server{Addr: "127.0.0.1:1"} // never dialled: input is checked first
 	c := relock.New(s.Client(t))

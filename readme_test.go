@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock/internal/redistest"
 )
 
 // docPages are the pages whose complete Go programs must compile: the
@@ -71,6 +73,7 @@ func isMain(src string) bool {
 }
 
 func TestReadmeProgramsFound(t *testing.T) {
+	redistest.Parallel(t)
 	md := "intro\n```go\nx := 1\n```\n```go\n// A program.\npackage main\n\nfunc main() {}\n```\n```sh\ngo test\n```\n"
 	got := programs("p.md", []byte(md))
 	require.Len(t, got, 1)
@@ -84,6 +87,7 @@ func TestReadmeProgramsFound(t *testing.T) {
 // checkout, with relock's own requirements (go.mod, go.sum) and the module
 // cache and GOPROXY of the environment. The README must have one.
 func TestReadmeProgramsCompile(t *testing.T) {
+	redistest.Parallel(t)
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		if root := os.Getenv("GOROOT"); root != "" {

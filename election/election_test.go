@@ -52,13 +52,18 @@ func testCtx(t *testing.T) context.Context {
 func assertOnlyCounter(t *testing.T, s *redistest.Server, name string, d time.Duration) {
 	t.Helper()
 	ok := assert.Eventually(t, func() bool {
-		for _, k := range s.Keys(t, base(name)+"*") {
+		// Not s.Keys: this runs in a goroutine that may outlive t.
+		keys, err := s.ScanKeys(base(name) + "*")
+		if err != nil {
+			return false
+		}
+		for _, k := range keys {
 			if k != base(name)+":fence" && !strings.HasPrefix(k, base(name)+":f:") {
 				return false
 			}
 		}
 		return true
-	}, d+500*time.Millisecond, 20*time.Millisecond)
+	}, d+2*time.Second, 20*time.Millisecond)
 	if !ok {
 		rdb := s.Client(t)
 		for _, k := range s.Keys(t, base(name)+"*") {
@@ -77,6 +82,7 @@ func waitQueued(t *testing.T, s *redistest.Server, name string, n int) {
 }
 
 func TestCampaignLeaderResign(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		c := newClient(t, s)
@@ -114,6 +120,7 @@ func TestCampaignLeaderResign(t *testing.T) {
 }
 
 func TestTermsIncrease(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		clients := []*relock.Client{newClient(t, s), newClient(t, s)}
@@ -132,6 +139,7 @@ func TestTermsIncrease(t *testing.T) {
 // TestTermsAcrossRestart: a term issued after Redis restarted from its
 // append-only file is greater than every term issued before.
 func TestTermsAcrossRestart(t *testing.T) {
+	redistest.Parallel(t)
 	m := redistest.StartManaged(t, "", "--appendonly", "yes", "--appendfsync", "always")
 	ctx := testCtx(t)
 	c := newClient(t, &m.Server)
@@ -184,6 +192,7 @@ func runInOrder(t *testing.T, s *redistest.Server, name string, leader *election
 }
 
 func TestFIFO(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		name := redistest.Name(t)
 		clients := []*relock.Client{newClient(t, s), newClient(t, s), newClient(t, s)}
@@ -204,6 +213,7 @@ func TestFIFO(t *testing.T) {
 // relock.ErrNotObtained and ctx.Err(), and leaves nothing behind: no queue
 // entry, no value, no subscription, no goroutine.
 func TestCampaignCtxEnd(t *testing.T) {
+	redistest.Exclusive(t, "it counts the goroutines of the whole process")
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		redistest.CheckGoroutines(t)
 		ctx := testCtx(t)
@@ -250,6 +260,7 @@ func TestCampaignCtxEnd(t *testing.T) {
 // relock.ErrClosed; the candidate has left the queue, its Observe channel
 // is closed, and no goroutine is left.
 func TestCloseWhileCampaigning(t *testing.T) {
+	redistest.Exclusive(t, "it counts the goroutines of the whole process")
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		redistest.CheckGoroutines(t)
 		ctx := testCtx(t)
@@ -289,6 +300,7 @@ func TestCloseWhileCampaigning(t *testing.T) {
 // an error matching election.ErrNotLeader and relock.ErrNotHeld, and touch
 // nothing of the leader's.
 func TestNotLeader(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		c := newClient(t, s)
@@ -321,6 +333,7 @@ func TestNotLeader(t *testing.T) {
 }
 
 func TestProclaim(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		c := newClient(t, s)
@@ -347,6 +360,7 @@ func TestProclaim(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
+	redistest.Parallel(t)
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name string
@@ -397,6 +411,7 @@ func TestBadInput(t *testing.T) {
 // once with relock.ErrAlreadyHeld (a leadership is not reentrant); one of
 // the same handle while another Campaign of it waits waits its turn.
 func TestCampaignWhileLeading(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		c := newClient(t, s)
@@ -435,6 +450,7 @@ func TestCampaignWhileLeading(t *testing.T) {
 // TestTokensNotShown: no owner token appears in what an election shows:
 // errors, Leader, Observe's reports, and the log that observers read.
 func TestTokensNotShown(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		c := newClient(t, s)
@@ -482,6 +498,7 @@ func TestTokensNotShown(t *testing.T) {
 // release in relock: with a ctx ended already it still resigns, and the
 // next candidate leads.
 func TestResignEndedCtx(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		c := newClient(t, s)

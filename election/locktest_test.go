@@ -11,6 +11,7 @@ import (
 	"github.com/relock-go/relock"
 	"github.com/relock-go/relock/election"
 	"github.com/relock-go/relock/internal/locktest"
+	"github.com/relock-go/relock/internal/redistest"
 )
 
 // handle is an Election as the shared lock suites drive a lock: Lock is
@@ -78,19 +79,67 @@ var kind = locktest.Kind{
 	},
 }
 
-func TestHandOff(t *testing.T)                  { locktest.HandOff(t, kind) }
-func TestGrantLost(t *testing.T)                { locktest.GrantLost(t, kind) }
-func TestGrantToDeadWaiter(t *testing.T)        { locktest.GrantToDeadWaiter(t, kind) }
-func TestGrantThenGiveUp(t *testing.T)          { locktest.GrantThenGiveUp(t, kind) }
-func TestStaleGrant(t *testing.T)               { locktest.StaleGrant(t, kind) }
-func TestShortHeartbeatKeepsPlace(t *testing.T) { locktest.ShortHeartbeatKeepsPlace(t, kind) }
-func TestHoldContextUnreachable(t *testing.T)   { locktest.HoldContextUnreachable(t, kind) }
-func TestReleaseUnreachable(t *testing.T)       { locktest.ReleaseUnreachable(t, kind) }
+func TestHandOff(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.HandOff(t, kind)
+}
+
+func TestGrantLost(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.GrantLost(t, kind)
+}
+
+func TestGrantToDeadWaiter(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.GrantToDeadWaiter(t, kind)
+}
+
+func TestGrantThenGiveUp(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.GrantThenGiveUp(t, kind)
+}
+
+func TestStaleGrant(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.StaleGrant(t, kind)
+}
+
+func TestShortHeartbeatKeepsPlace(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ShortHeartbeatKeepsPlace(t, kind)
+}
+
+func TestHoldContextUnreachable(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.HoldContextUnreachable(t, kind)
+}
+
+func TestReleaseUnreachable(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ReleaseUnreachable(t, kind)
+}
+
 func TestFinalReleaseResentAfterRenewal(t *testing.T) {
+	redistest.Parallel(t)
 	locktest.FinalReleaseResentAfterRenewal(t, kind)
 }
-func TestClusterWakeUps(t *testing.T)             { locktest.ClusterWakeUps(t, kind) }
-func TestClusterReshard(t *testing.T)             { locktest.ClusterReshard(t, kind) }
-func TestClusterReleaseMidMigration(t *testing.T) { locktest.ClusterReleaseMidMigration(t, kind) }
 
-func TestGuarded(t *testing.T) { locktest.Guarded(t, kind) }
+func TestClusterWakeUps(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ClusterWakeUps(t, kind)
+}
+
+func TestClusterReshard(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ClusterReshard(t, kind)
+}
+
+func TestClusterReleaseMidMigration(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ClusterReleaseMidMigration(t, kind)
+}
+
+func TestGuarded(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.Guarded(t, kind)
+}

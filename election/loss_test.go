@@ -36,6 +36,7 @@ func lostWithin(t *testing.T, e *election.Election, d time.Duration) time.Durati
 // cause, and its Resign returns ErrNotLeader with relock.ErrLockGone. It
 // may then campaign again without resigning.
 func TestForceResign(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		c := newClient(t, s)
@@ -90,6 +91,7 @@ func TestForceResign(t *testing.T) {
 // Redis declares it lost at once (Lost fires before the watchdog's next
 // renewal) and returns ErrNotLeader with relock.ErrLockGone.
 func TestProclaimFindsLoss(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		c, _ := redistest.NewClient(t, s, relock.WithWatchdogTimeout(time.Minute))
@@ -116,6 +118,7 @@ func TestProclaimFindsLoss(t *testing.T) {
 // once the lease ran out at Redis, in a later term; observers see the
 // vacancy between.
 func TestUnreachableLeader(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.RunReal(t, func(t *testing.T, s *redistest.Server) {
 		s.SingleOnly(t, "a proxy in front of one server")
 		ctx := testCtx(t)
@@ -173,6 +176,7 @@ func TestUnreachableLeader(t *testing.T) {
 // the leadership is lost (cause: the loss); Do resigns when fn returns
 // or panics, and returns fn's error joined with Resign's.
 func TestDo(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		c := newClient(t, s)
@@ -232,6 +236,7 @@ func TestDo(t *testing.T) {
 // TestRenewal: the watchdog keeps a leadership over several leases: no
 // other candidate is elected, Lost does not fire, the term stays.
 func TestRenewal(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		const short = 300 * time.Millisecond
@@ -262,6 +267,7 @@ func TestRenewal(t *testing.T) {
 // the same after a restart) adopts its leadership, with its term, and can
 // proclaim, extend and resign it.
 func TestResume(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		name := redistest.Name(t)
@@ -291,6 +297,7 @@ func TestResume(t *testing.T) {
 // value: the leader's resignation then hands over to the live candidate
 // behind it at once, and observers never see the dead one lead.
 func TestDeadCandidate(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		s.SingleOnly(t, "a proxy in front of one address")
 		ctx := testCtx(t)
@@ -346,6 +353,7 @@ func TestDeadCandidate(t *testing.T) {
 // for the master's replicas; asking for more replicas than there are, the
 // Campaign fails with relock.ErrNotReplicated and nobody leads.
 func TestSyncReplicas(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.RunReal(t, func(t *testing.T, _ *redistest.Server) {
 		ctx := testCtx(t)
 		master := redistest.StartManaged(t, "", "--repl-diskless-sync-delay", "0")

@@ -76,6 +76,7 @@ func short(l election.Leader) string {
 // (reported once). An observer whose receiver reads nothing until the end
 // sees the same, and so does a third one on another Client.
 func TestObserveEveryChange(t *testing.T) {
+	redistest.Exclusive(t, "it counts the goroutines of the whole process")
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		redistest.CheckGoroutines(t)
 		ctx := testCtx(t)
@@ -151,6 +152,7 @@ func TestObserveEveryChange(t *testing.T) {
 // TestObserveBacklog: a receiver that does not read while many changes
 // happen gets all of them, in order, once it reads.
 func TestObserveBacklog(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		c := newClient(t, s)
@@ -186,6 +188,7 @@ func TestObserveBacklog(t *testing.T) {
 // died, in effect) is replaced by the waiting candidate within about one
 // lease, and observers see it lead, the vacancy, and the next leader.
 func TestObserveDeadLeader(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		name := redistest.Name(t)

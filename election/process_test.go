@@ -319,6 +319,7 @@ func (f *fleet) paused(id string, from, to int64) bool {
 //   - the workers stop cleanly on SIGTERM, and nothing is left but the
 //     term counter.
 func TestOneLeaderAcrossProcesses(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.RunReal(t, func(t *testing.T, s *redistest.Server) {
 		s.SingleOnly(t, "a fault proxy per worker in front of one server")
 		const (

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -51,8 +52,10 @@ func assertNothingLeft(t *testing.T, s *redistest.Server, name string) {
 func assertGoneWithin(t *testing.T, s *redistest.Server, name string, d time.Duration) {
 	t.Helper()
 	assert.Eventually(t, func() bool {
-		return len(s.Keys(t, base(name)+"*")) == 0
-	}, d+500*time.Millisecond, 20*time.Millisecond, "keys left: %v", s.Keys(t, base(name)+"*"))
+		// Not s.Keys: this runs in a goroutine that may outlive t.
+		keys, err := s.ScanKeys(base(name) + "*")
+		return err == nil && len(keys) == 0
+	}, d+2*time.Second, 20*time.Millisecond, "keys left: %v", s.Keys(t, base(name)+"*")) // a clean-up lands late on a loaded machine
 }
 
 func queue(t *testing.T, s *redistest.Server, name string) []string {
@@ -65,8 +68,10 @@ func queue(t *testing.T, s *redistest.Server, name string) []string {
 // waitQueued waits until the queue holds n waiters.
 func waitQueued(t *testing.T, s *redistest.Server, name string, n int) {
 	t.Helper()
-	require.Eventually(t, func() bool { return len(queue(t, s, name)) == n },
-		5*time.Second, 2*time.Millisecond, "queue never reached %d waiters", n)
+	rdb := s.Client(t) // one client for every poll
+	require.Eventually(t, func() bool {
+		return rdb.ZCard(context.Background(), base(name)+":queue").Val() == int64(n)
+	}, 5*time.Second, 2*time.Millisecond, "queue never reached %d waiters", n)
 }
 
 // runInOrder starts one waiter per handle, each after the previous one has
@@ -111,6 +116,7 @@ func seq(n int) []int {
 }
 
 func TestArrivalOrder(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		c := newClient(t, s)
 		name := redistest.Name(t)
@@ -126,6 +132,7 @@ func TestArrivalOrder(t *testing.T) {
 }
 
 func TestArrivalOrderAcrossClients(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		name := redistest.Name(t)
 		clients := []*relock.Client{newClient(t, s), newClient(t, s), newClient(t, s)}
@@ -141,6 +148,7 @@ func TestArrivalOrderAcrossClients(t *testing.T) {
 }
 
 func TestTryLockDoesNotQueue(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c := newClient(t, s)
@@ -183,6 +191,7 @@ func TestTryLockDoesNotQueue(t *testing.T) {
 }
 
 func TestCancelledWaiterLeavesQueue(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c := newClient(t, s)
@@ -230,6 +239,7 @@ func TestCancelledWaiterLeavesQueue(t *testing.T) {
 }
 
 func TestCancelledHeadWakesNext(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		// The head gives up just as the lock is free: the next waiter must
 		// move up without waiting for a timer.
@@ -276,6 +286,7 @@ func TestCancelledHeadWakesNext(t *testing.T) {
 }
 
 func TestKilledWaiter(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		s.SingleOnly(t, "the waiter process connects to one address")
 		ctx := context.Background()
@@ -289,20 +300,29 @@ func TestKilledWaiter(t *testing.T) {
 		cmd.Env = append(os.Environ(), fmt.Sprintf("RELOCK_TEST_WAITER=%s|%s|%s", s.Addr, name, heartbeat))
 		out, err := cmd.StdoutPipe()
 		require.NoError(t, err)
+		// The child exits when its stdin ends: with this process, if it
+		// dies before its cleanup could kill the child (a panic did, and
+		// the child waited on for good).
+		stdin, err := cmd.StdinPipe()
+		require.NoError(t, err)
 		require.NoError(t, cmd.Start())
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); _ = stdin.Close() })
 		line, err := bufio.NewReader(out).ReadString('\n')
 		require.NoError(t, err)
 		require.Equal(t, "waiting\n", line)
 		waitQueued(t, s, name, 1)
 
 		behind := fair.New(c, name, relock.WithHeartbeat(heartbeat))
-		got := make(chan time.Time, 1)
+		// No t in the goroutine: it may outlive the test (its t.Error
+		// after a failure panicked the binary).
+		type locked struct {
+			at  time.Time
+			err error
+		}
+		got := make(chan locked, 1)
 		go func() {
-			if err := behind.Lock(ctx); err != nil {
-				t.Error(err)
-			}
-			got <- time.Now()
+			err := behind.Lock(ctx)
+			got <- locked{time.Now(), err}
 		}()
 		waitQueued(t, s, name, 2)
 		time.Sleep(2 * heartbeat) // the live child keeps its place meanwhile
@@ -312,8 +332,9 @@ func TestKilledWaiter(t *testing.T) {
 		killed := time.Now()
 		require.NoError(t, holder.Unlock(ctx))
 		select {
-		case at := <-got:
-			delay := at.Sub(killed)
+		case r := <-got:
+			require.NoError(t, r.err, "the Lock of the waiter behind a dead one")
+			delay := r.at.Sub(killed)
 			assert.Less(t, delay, heartbeat+heartbeat/2, "a dead waiter delayed the queue by %v", delay)
 		case <-time.After(5 * heartbeat):
 			t.Fatal("the waiter behind a dead one was never served")
@@ -331,6 +352,10 @@ func waitForever(spec string) {
 	if err != nil {
 		panic(err)
 	}
+	go func() { // see TestKilledWaiter
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	}()
 	c := relock.New(redis.NewClient(&redis.Options{Addr: parts[0]}))
 	fmt.Println("waiting")
 	_ = fair.New(c, parts[1], relock.WithHeartbeat(hb)).Lock(context.Background())
@@ -338,6 +363,7 @@ func waitForever(spec string) {
 }
 
 func TestLongWaiterIsServed(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		const heartbeat = 300 * time.Millisecond
@@ -364,9 +390,16 @@ func TestLongWaiterIsServed(t *testing.T) {
 }
 
 func TestManyWaiters(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
-		const n = 500
+		n := 500
+		if !s.Real() {
+			// miniredis runs each queue script about 7 times slower, and
+			// this test was the slowest of the package there: the scripts'
+			// logic is the same for 100.
+			n = 100
+		}
 		name := redistest.Name(t)
 		// A longer lease than the other tests': with hundreds of waiters on
 		// a loaded 2-core machine, a 1 s lease can lapse before a holder's
@@ -403,6 +436,7 @@ func TestManyWaiters(t *testing.T) {
 }
 
 func TestReplayedScriptsCountOnce(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		replay := &redistest.Replay{}
@@ -425,6 +459,7 @@ func TestReplayedScriptsCountOnce(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
+	redistest.Parallel(t)
 	ctx := context.Background()
 	c := relock.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}))
 	defer c.Close()
@@ -448,44 +483,94 @@ var kind = locktest.Kind{
 	},
 }
 
-func TestLostHoldRefusesLock(t *testing.T) { locktest.LostHoldRefusesLock(t, kind) }
+func TestLostHoldRefusesLock(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.LostHoldRefusesLock(t, kind)
+}
 
-func TestOperator(t *testing.T) { locktest.Operator(t, kind) }
+func TestOperator(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.Operator(t, kind)
+}
 
-func TestForceUnlockResent(t *testing.T) { locktest.ForceUnlockResent(t, kind) }
+func TestForceUnlockResent(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ForceUnlockResent(t, kind)
+}
 
-func TestEvents(t *testing.T) { locktest.Events(t, kind) }
+func TestEvents(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.Events(t, kind)
+}
 
-func TestObserverPanics(t *testing.T) { locktest.ObserverPanics(t, kind) }
+func TestObserverPanics(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ObserverPanics(t, kind)
+}
 
-func TestFenceAfterLocalLoss(t *testing.T) { locktest.FenceAfterLocalLoss(t, kind) }
+func TestFenceAfterLocalLoss(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.FenceAfterLocalLoss(t, kind)
+}
 
-func TestHandOff(t *testing.T) { locktest.HandOff(t, kind) }
+func TestHandOff(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.HandOff(t, kind)
+}
 
-func TestGrantLost(t *testing.T) { locktest.GrantLost(t, kind) }
+func TestGrantLost(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.GrantLost(t, kind)
+}
 
-func TestGrantToDeadWaiter(t *testing.T) { locktest.GrantToDeadWaiter(t, kind) }
+func TestGrantToDeadWaiter(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.GrantToDeadWaiter(t, kind)
+}
 
-func TestGrantThenGiveUp(t *testing.T) { locktest.GrantThenGiveUp(t, kind) }
+func TestGrantThenGiveUp(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.GrantThenGiveUp(t, kind)
+}
 
-func TestGrantToOtherCall(t *testing.T) { locktest.GrantToOtherCall(t, kind) }
+func TestGrantToOtherCall(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.GrantToOtherCall(t, kind)
+}
 
-func TestStaleGrant(t *testing.T) { locktest.StaleGrant(t, kind) }
+func TestStaleGrant(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.StaleGrant(t, kind)
+}
 
-func TestShortHeartbeatKeepsPlace(t *testing.T) { locktest.ShortHeartbeatKeepsPlace(t, kind) }
+func TestShortHeartbeatKeepsPlace(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ShortHeartbeatKeepsPlace(t, kind)
+}
 
-func TestWaitBoundedByLease(t *testing.T) { locktest.WaitBoundedByLease(t, kind) }
+func TestWaitBoundedByLease(t *testing.T) {
+	locktest.WaitBoundedByLease(t, kind)
+}
 
-func TestWaitExpiryMidScript(t *testing.T) { locktest.WaitExpiryMidScript(t, kind) }
+func TestWaitExpiryMidScript(t *testing.T) {
+	locktest.WaitExpiryMidScript(t, kind)
+}
 
-func TestSyncReplicas(t *testing.T) { locktest.SyncReplicas(t, kind) }
+func TestSyncReplicas(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.SyncReplicas(t, kind)
+}
 
-func TestPartialReleaseResentLate(t *testing.T) { locktest.PartialReleaseResentLate(t, kind) }
+func TestPartialReleaseResentLate(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.PartialReleaseResentLate(t, kind)
+}
 
 // TestMixedHeartbeats: a waiter with a short heartbeat leaves; the queue
 // must still live as long as the longest heartbeat of the waiters in it,
 // so an earlier waiter with a long heartbeat keeps its place.
 func TestMixedHeartbeats(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c := newClient(t, s)
@@ -539,20 +624,42 @@ func TestMixedHeartbeats(t *testing.T) {
 
 // TestACL runs the shared behaviours as a Redis user with exactly the
 // documented ACL rules (redistest.ACLRules).
-func TestACL(t *testing.T) { locktest.ACL(t, kind) }
+func TestACL(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ACL(t, kind)
+}
 
-func TestClusterNames(t *testing.T) { locktest.ClusterNames(t, kind) }
+func TestClusterNames(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ClusterNames(t, kind)
+}
 
-func TestClusterWakeUps(t *testing.T) { locktest.ClusterWakeUps(t, kind) }
+func TestClusterWakeUps(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ClusterWakeUps(t, kind)
+}
 
 func TestFinalReleaseResentAfterRenewal(t *testing.T) {
+	redistest.Parallel(t)
 	locktest.FinalReleaseResentAfterRenewal(t, kind)
 }
 
-func TestClusterMoves(t *testing.T) { locktest.ClusterMoves(t, kind) }
+func TestClusterMoves(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ClusterMoves(t, kind)
+}
 
-func TestClusterReshard(t *testing.T) { locktest.ClusterReshard(t, kind) }
+func TestClusterReshard(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ClusterReshard(t, kind)
+}
 
-func TestClusterReleaseMidMigration(t *testing.T) { locktest.ClusterReleaseMidMigration(t, kind) }
+func TestClusterReleaseMidMigration(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ClusterReleaseMidMigration(t, kind)
+}
 
-func TestSentinelFailover(t *testing.T) { locktest.SentinelFailover(t, kind) }
+func TestSentinelFailover(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.SentinelFailover(t, kind)
+}

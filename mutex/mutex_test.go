@@ -24,6 +24,7 @@ func TestMain(m *testing.M) { os.Exit(redistest.MainCluster(m)) }
 var newClient = redistest.NewClient
 
 func TestLockUnlock(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, _ := newClient(t, s)
@@ -52,6 +53,7 @@ func TestLockUnlock(t *testing.T) {
 }
 
 func TestMutualExclusion(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		name := redistest.Name(t)
@@ -94,6 +96,7 @@ func TestMutualExclusion(t *testing.T) {
 }
 
 func TestLeaseExpiryFreesLock(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, _ := newClient(t, s)
@@ -124,13 +127,14 @@ func TestLeaseExpiryFreesLock(t *testing.T) {
 }
 
 func TestWatchdogKeepsLockAlive(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
-		c, rdb := newClient(t, s, relock.WithWatchdogTimeout(300*time.Millisecond))
+		c, rdb := newClient(t, s, relock.WithWatchdogTimeout(600*time.Millisecond)) // 300 ms lapsed on a loaded machine
 		name := redistest.Name(t)
 		a, b := mutex.New(c, name), mutex.New(c, name)
 		require.NoError(t, a.Lock(ctx))
-		time.Sleep(1200 * time.Millisecond) // 4 leases
+		time.Sleep(1200 * time.Millisecond) // 2 leases
 		ok, err := b.TryLock(ctx)
 		require.NoError(t, err)
 		assert.False(t, ok, "lock expired while held under the watchdog")
@@ -141,16 +145,18 @@ func TestWatchdogKeepsLockAlive(t *testing.T) {
 		}
 		require.NoError(t, a.Unlock(ctx))
 
-		// No renewal after Unlock: the key stays gone and nothing is sent.
+		// No renewal after Unlock, for more than a lease: the key stays
+		// gone (the release's request record swept) and nothing is sent.
 		counter := &redistest.Counter{}
 		redistest.AddHook(rdb, counter)
-		time.Sleep(400 * time.Millisecond)
+		time.Sleep(700 * time.Millisecond)
 		assert.Zero(t, counter.Commands(), "commands sent after Unlock")
 		assert.Empty(t, s.Keys(t, "relock:mutex:{"+name+"}*"))
 	})
 }
 
 func TestLostWhenKeyDeleted(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, rdb := newClient(t, s, relock.WithWatchdogTimeout(150*time.Millisecond))
@@ -178,6 +184,7 @@ func TestLostWhenKeyDeleted(t *testing.T) {
 }
 
 func TestCancelledLockLeavesNothing(t *testing.T) {
+	redistest.Exclusive(t, "it counts the goroutines of the whole process")
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, rdb := newClient(t, s)
@@ -208,7 +215,8 @@ func TestCancelledLockLeavesNothing(t *testing.T) {
 }
 
 func TestCancelDuringAcquireReleasesIt(t *testing.T) {
-	redistest.RunReal(t, func(t *testing.T, s *redistest.Server) {
+	redistest.Parallel(t)
+	redistest.RunOwn(t, func(t *testing.T, s *redistest.Server) {
 		// The acquire reaches Redis but its reply arrives after ctx ended:
 		// the lock it took must be given back.
 		ctx := context.Background()
@@ -230,6 +238,7 @@ func TestCancelDuringAcquireReleasesIt(t *testing.T) {
 }
 
 func TestScriptFlush(t *testing.T) {
+	redistest.Exclusive(t, "SCRIPT FLUSH makes every client of the server reload its scripts")
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, rdb := newClient(t, s, relock.WithWatchdogTimeout(150*time.Millisecond))
@@ -252,6 +261,7 @@ func TestScriptFlush(t *testing.T) {
 }
 
 func TestTwoCommandsPerCycle(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, rdb := newClient(t, s)
@@ -278,6 +288,7 @@ func TestTwoCommandsPerCycle(t *testing.T) {
 }
 
 func TestCloseLeaksNoGoroutine(t *testing.T) {
+	redistest.Exclusive(t, "it counts the goroutines of the whole process")
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		rdb := s.Client(t)
@@ -305,6 +316,7 @@ func TestCloseLeaksNoGoroutine(t *testing.T) {
 }
 
 func TestFencingIncreases(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		name := redistest.Name(t)
@@ -329,6 +341,7 @@ func TestFencingIncreases(t *testing.T) {
 }
 
 func TestRetriedScriptsAreIdempotent(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		replay := &redistest.Replay{}
@@ -349,7 +362,8 @@ func TestRetriedScriptsAreIdempotent(t *testing.T) {
 }
 
 func TestStalledServerRetries(t *testing.T) {
-	redistest.RunReal(t, func(t *testing.T, s *redistest.Server) {
+	redistest.Parallel(t)
+	redistest.RunOwn(t, func(t *testing.T, s *redistest.Server) {
 		// The server stalls past the client's read timeout: go-redis resends
 		// the script, and both copies run when the server wakes up.
 		ctx := context.Background()
@@ -377,6 +391,7 @@ func TestStalledServerRetries(t *testing.T) {
 }
 
 func TestWakeUpIsPushed(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, _ := newClient(t, s)
@@ -406,6 +421,7 @@ func TestWakeUpIsPushed(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
+	redistest.Parallel(t)
 	ctx := context.Background()
 	s := &redistest.Server{Addr: "127.0.0.1:1"} // never dialled: input is checked first
 	rdb := s.Client(t)
@@ -458,63 +474,135 @@ var kind = locktest.Kind{
 	},
 }
 
-func TestLostHoldRefusesLock(t *testing.T) { locktest.LostHoldRefusesLock(t, kind) }
+func TestLostHoldRefusesLock(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.LostHoldRefusesLock(t, kind)
+}
 
-func TestOperator(t *testing.T) { locktest.Operator(t, kind) }
+func TestOperator(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.Operator(t, kind)
+}
 
-func TestForceUnlockResent(t *testing.T) { locktest.ForceUnlockResent(t, kind) }
+func TestForceUnlockResent(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ForceUnlockResent(t, kind)
+}
 
-func TestEvents(t *testing.T) { locktest.Events(t, kind) }
+func TestEvents(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.Events(t, kind)
+}
 
-func TestObserverPanics(t *testing.T) { locktest.ObserverPanics(t, kind) }
+func TestObserverPanics(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ObserverPanics(t, kind)
+}
 
-func TestFenceAfterLocalLoss(t *testing.T) { locktest.FenceAfterLocalLoss(t, kind) }
+func TestFenceAfterLocalLoss(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.FenceAfterLocalLoss(t, kind)
+}
 
-func TestHandOff(t *testing.T) { locktest.HandOff(t, kind) }
+func TestHandOff(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.HandOff(t, kind)
+}
 
-func TestGrantLost(t *testing.T) { locktest.GrantLost(t, kind) }
+func TestGrantLost(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.GrantLost(t, kind)
+}
 
-func TestGrantToDeadWaiter(t *testing.T) { locktest.GrantToDeadWaiter(t, kind) }
+func TestGrantToDeadWaiter(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.GrantToDeadWaiter(t, kind)
+}
 
-func TestGrantThenGiveUp(t *testing.T) { locktest.GrantThenGiveUp(t, kind) }
+func TestGrantThenGiveUp(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.GrantThenGiveUp(t, kind)
+}
 
-func TestGrantToOtherCall(t *testing.T) { locktest.GrantToOtherCall(t, kind) }
+func TestGrantToOtherCall(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.GrantToOtherCall(t, kind)
+}
 
-func TestStaleGrant(t *testing.T) { locktest.StaleGrant(t, kind) }
+func TestStaleGrant(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.StaleGrant(t, kind)
+}
 
-func TestShortHeartbeatKeepsPlace(t *testing.T) { locktest.ShortHeartbeatKeepsPlace(t, kind) }
+func TestShortHeartbeatKeepsPlace(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ShortHeartbeatKeepsPlace(t, kind)
+}
 
-func TestWaitBoundedByLease(t *testing.T) { locktest.WaitBoundedByLease(t, kind) }
+func TestWaitBoundedByLease(t *testing.T) {
+	locktest.WaitBoundedByLease(t, kind)
+}
 
-func TestWaitExpiryMidScript(t *testing.T) { locktest.WaitExpiryMidScript(t, kind) }
+func TestWaitExpiryMidScript(t *testing.T) {
+	locktest.WaitExpiryMidScript(t, kind)
+}
 
-func TestSyncReplicas(t *testing.T) { locktest.SyncReplicas(t, kind) }
+func TestSyncReplicas(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.SyncReplicas(t, kind)
+}
 
 // TestACL runs the shared behaviours as a Redis user with exactly the
 // documented ACL rules (redistest.ACLRules).
-func TestACL(t *testing.T) { locktest.ACL(t, kind) }
+func TestACL(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ACL(t, kind)
+}
 
-func TestClusterNames(t *testing.T) { locktest.ClusterNames(t, kind) }
+func TestClusterNames(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ClusterNames(t, kind)
+}
 
-func TestClusterWakeUps(t *testing.T) { locktest.ClusterWakeUps(t, kind) }
+func TestClusterWakeUps(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ClusterWakeUps(t, kind)
+}
 
-func TestClusterFailover(t *testing.T) { locktest.ClusterFailover(t, kind) }
+func TestClusterFailover(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ClusterFailover(t, kind)
+}
 
-func TestSentinelFailover(t *testing.T) { locktest.SentinelFailover(t, kind) }
+func TestSentinelFailover(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.SentinelFailover(t, kind)
+}
 
 func TestFinalReleaseResentAfterRenewal(t *testing.T) {
+	redistest.Parallel(t)
 	locktest.FinalReleaseResentAfterRenewal(t, kind)
 }
 
-func TestClusterMoves(t *testing.T) { locktest.ClusterMoves(t, kind) }
+func TestClusterMoves(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ClusterMoves(t, kind)
+}
 
-func TestClusterReshard(t *testing.T) { locktest.ClusterReshard(t, kind) }
+func TestClusterReshard(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ClusterReshard(t, kind)
+}
 
-func TestClusterReleaseMidMigration(t *testing.T) { locktest.ClusterReleaseMidMigration(t, kind) }
+func TestClusterReleaseMidMigration(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ClusterReleaseMidMigration(t, kind)
+}
 
 // TestGiveUpNamesLock: a Lock whose ctx ends while it waits says which
 // lock it gave up on, as every other error of a handle does.
 func TestGiveUpNamesLock(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		c, _ := newClient(t, s)
 		name := redistest.Name(t)

@@ -22,6 +22,7 @@ import (
 // periods, and the shared operator and hand-off suites (whose waiters are
 // woken and granted through the pub/sub connection, over TLS too).
 func TestTLS(t *testing.T) {
+	redistest.Parallel(t)
 	s := redistest.StartTLSServer(t)
 
 	plain := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: time.Second})
@@ -29,7 +30,7 @@ func TestTLS(t *testing.T) {
 	assert.Error(t, plain.Ping(context.Background()).Err(), "the TLS-only server answered a plaintext PING")
 
 	redistest.RunOn(t, s, "redis-tls", func(t *testing.T) {
-		t.Run("LockWait", func(t *testing.T) {
+		redistest.Subtest(t, "LockWait", func(t *testing.T) {
 			redistest.RunReal(t, func(t *testing.T, s *redistest.Server) {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
@@ -67,7 +68,7 @@ func TestTLS(t *testing.T) {
 				assert.Empty(t, s.Keys(t, "relock:mutex:{"+name+"}"))
 			})
 		})
-		t.Run("URL", func(t *testing.T) {
+		redistest.Subtest(t, "URL", func(t *testing.T) {
 			// As docs/operations.md shows: options from a rediss:// URL
 			// (TLS, verifying the server's certificate against the
 			// system's CAs), with the private CA added; and with credentials, as
@@ -124,10 +125,10 @@ func TestTLS(t *testing.T) {
 			var unknown x509.UnknownAuthorityError
 			assert.ErrorAs(t, err, &unknown, "a client without the CA: %v", err)
 		})
-		t.Run("Renewal", func(t *testing.T) { locktest.Renewal(t, kind) })
-		t.Run("HandOff", func(t *testing.T) { locktest.HandOff(t, kind) })
-		t.Run("Operator", func(t *testing.T) { locktest.Operator(t, kind) })
-		t.Run("Fencing", func(t *testing.T) {
+		redistest.Subtest(t, "Renewal", func(t *testing.T) { locktest.Renewal(t, kind) })
+		redistest.Subtest(t, "HandOff", func(t *testing.T) { locktest.HandOff(t, kind) })
+		redistest.Subtest(t, "Operator", func(t *testing.T) { locktest.Operator(t, kind) })
+		redistest.Subtest(t, "Fencing", func(t *testing.T) {
 			redistest.RunReal(t, func(t *testing.T, s *redistest.Server) {
 				ctx := context.Background()
 				c, _ := newClient(t, s)

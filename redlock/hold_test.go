@@ -55,7 +55,7 @@ func (ms masters) allWithin(t *testing.T, name string, lo, hi time.Duration, wha
 // renewed, and is lost when it runs out; the next owner gets the lock
 // then. A lease out of bounds is refused, and nothing written.
 func TestLockFor(t *testing.T) {
-	t.Parallel()
+	redistest.Parallel(t)
 	run(t, func(t *testing.T, ms masters) {
 		ctx := context.Background()
 		name := redistest.Name(t)
@@ -112,12 +112,15 @@ func TestLockFor(t *testing.T) {
 // Extend that finds the key gone on a majority reports the loss, and
 // recreates nothing.
 func TestExtend(t *testing.T) {
-	t.Parallel()
+	redistest.Parallel(t)
 	run(t, func(t *testing.T, ms masters) {
 		ctx := context.Background()
 		name := redistest.Name(t)
 		cs := ms.clients(t, relock.WithWatchdogTimeout(600*time.Millisecond))
-		h := redlock.New(cs, name, relock.WithLease(500*time.Millisecond))
+		// The first lease: not so short that it runs out on a master
+		// before the Extend reaches it (500 ms did, on a loaded machine).
+		const first = 1200 * time.Millisecond
+		h := redlock.New(cs, name, relock.WithLease(first))
 		other := redlock.New(ms.clients(t), name)
 
 		assert.ErrorIs(t, h.Extend(ctx, time.Second), relock.ErrNotHeld, "Extend before Lock")
@@ -126,7 +129,7 @@ func TestExtend(t *testing.T) {
 		assert.ErrorIs(t, h.Extend(ctx, time.Nanosecond), relock.ErrInvalidOption)
 		require.NoError(t, h.Extend(ctx, 3*time.Second))
 		ms.allWithin(t, name, 2500*time.Millisecond, 3*time.Second, "after Extend")
-		time.Sleep(700 * time.Millisecond) // past the first lease
+		time.Sleep(first + 200*time.Millisecond) // past the first lease
 		assert.True(t, h.Held(), "lost at the first lease's end: %v", h.LostErr())
 		ok, err := other.TryLock(ctx)
 		require.NoError(t, err)
@@ -200,7 +203,7 @@ func TestExtend(t *testing.T) {
 // outcome is unknown: the hold ends with it, here before the unreachable
 // masters' requests time out.
 func TestExtendNoQuorum(t *testing.T) {
-	t.Parallel()
+	redistest.Parallel(t)
 	runReal(t, func(t *testing.T, ms masters) {
 		ctx := context.Background()
 		name := redistest.Name(t)
@@ -358,7 +361,7 @@ func watchers() bool {
 // queues at once (its entries name the claim of its own lease, and its
 // leave must name the same).
 func TestLockForGivesUp(t *testing.T) {
-	t.Parallel()
+	redistest.Parallel(t)
 	run(t, func(t *testing.T, ms masters) {
 		ctx := context.Background()
 		name := redistest.Name(t)

@@ -18,7 +18,7 @@ import (
 // Client's watchdog at a period that fits it, so the hold outlives the
 // smallest lease many times over.
 func TestMixedWatchdogTimeouts(t *testing.T) {
-	t.Parallel() // sleep-bound: with the others (see TestWatchdogKeepsLock)
+	redistest.Parallel(t)
 	run(t, func(t *testing.T, ms masters) {
 		ctx := context.Background()
 		name := redistest.Name(t)

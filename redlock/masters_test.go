@@ -46,25 +46,26 @@ type master struct {
 type masters []*master
 
 // run runs f on five miniredis and on five real redis-servers (shared by
-// the tests of the binary, see sharedReal).
+// the tests of the binary, see sharedReal); side by side in a test marked
+// redistest.Parallel.
 func run(t *testing.T, f func(t *testing.T, ms masters)) {
 	t.Helper()
-	t.Run("miniredis", func(t *testing.T) { f(t, startMinis(t, 5)) })
-	t.Run("redis", func(t *testing.T) { f(t, sharedReal(t)) })
+	redistest.Subtest(t, "miniredis", func(t *testing.T) { f(t, startMinis(t, 5)) })
+	redistest.Subtest(t, "redis", func(t *testing.T) { f(t, sharedReal(t)) })
 }
 
 // runOwn is run for tests that stop masters: the real servers are the
 // test's own.
 func runOwn(t *testing.T, f func(t *testing.T, ms masters)) {
 	t.Helper()
-	t.Run("miniredis", func(t *testing.T) { f(t, startMinis(t, 5)) })
-	t.Run("redis", func(t *testing.T) { f(t, startReal(t, 5)) })
+	redistest.Subtest(t, "miniredis", func(t *testing.T) { f(t, startMinis(t, 5)) })
+	redistest.Subtest(t, "redis", func(t *testing.T) { f(t, startReal(t, 5)) })
 }
 
 // runReal runs f on five real redis-servers only (shared).
 func runReal(t *testing.T, f func(t *testing.T, ms masters)) {
 	t.Helper()
-	t.Run("redis", func(t *testing.T) { f(t, sharedReal(t)) })
+	redistest.Subtest(t, "redis", func(t *testing.T) { f(t, sharedReal(t)) })
 }
 
 func startMinis(t *testing.T, n int) masters {

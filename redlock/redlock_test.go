@@ -18,6 +18,7 @@ import (
 )
 
 func TestLockUnlock(t *testing.T) {
+	redistest.Parallel(t)
 	run(t, func(t *testing.T, ms masters) {
 		ctx := context.Background()
 		name := redistest.Name(t)
@@ -59,6 +60,7 @@ func TestLockUnlock(t *testing.T) {
 }
 
 func TestWaitForRelease(t *testing.T) {
+	redistest.Parallel(t)
 	run(t, func(t *testing.T, ms masters) {
 		ctx := context.Background()
 		name := redistest.Name(t)
@@ -95,6 +97,7 @@ func TestWaitForRelease(t *testing.T) {
 // On miniredis, whose TTLs stand still here until FastForward: the key
 // stays in its last millisecond until the test ends it.
 func TestWaitLastMillisecond(t *testing.T) {
+	redistest.Parallel(t)
 	ms := startMinis(t, 5)
 	name := redistest.Name(t)
 	ms.plant(t, name, time.Hour, 0, 1, 2, 3, 4)
@@ -307,6 +310,7 @@ func TestMajorityUnreachable(t *testing.T) {
 }
 
 func TestTryLock(t *testing.T) {
+	redistest.Parallel(t)
 	runOwn(t, func(t *testing.T, ms masters) {
 		ctx := context.Background()
 		name := redistest.Name(t)
@@ -439,11 +443,8 @@ func TestLostMajority(t *testing.T) {
 	})
 }
 
-// Sleep-bound tests run in parallel with each other (after the others),
-// to keep the package's test time short.
-
 func TestWatchdogKeepsLock(t *testing.T) {
-	t.Parallel()
+	redistest.Parallel(t)
 	run(t, func(t *testing.T, ms masters) {
 		ctx := context.Background()
 		name := redistest.Name(t)
@@ -465,7 +466,7 @@ func TestWatchdogKeepsLock(t *testing.T) {
 }
 
 func TestFixedLease(t *testing.T) {
-	t.Parallel()
+	redistest.Parallel(t)
 	run(t, func(t *testing.T, ms masters) {
 		ctx := context.Background()
 		name := redistest.Name(t)
@@ -521,6 +522,7 @@ func TestClientsClosed(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
+	redistest.Parallel(t)
 	ctx := context.Background()
 	ms := startMinis(t, 3)
 	cs := ms.clients(t)
@@ -585,6 +587,7 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestEvents(t *testing.T) {
+	redistest.Parallel(t)
 	ms := startMinis(t, 3)
 	ctx := context.Background()
 	var mu sync.Mutex
@@ -618,6 +621,7 @@ func TestEvents(t *testing.T) {
 // A lost wake-up (a broken subscription) delays a waiter by its timer, at
 // most a second, and never hangs it.
 func TestLostPushes(t *testing.T) {
+	redistest.Parallel(t)
 	runReal(t, func(t *testing.T, ms masters) {
 		ctx := context.Background()
 		name := redistest.Name(t)
@@ -643,6 +647,7 @@ func TestLostPushes(t *testing.T) {
 // Clients made with relock.WithPolling never subscribe: a waiter polls at
 // their interval.
 func TestPolling(t *testing.T) {
+	redistest.Parallel(t)
 	run(t, func(t *testing.T, ms masters) {
 		ctx := context.Background()
 		name := redistest.Name(t)
@@ -673,6 +678,7 @@ func TestPolling(t *testing.T) {
 // two get it; and when they split the masters (nobody got a majority),
 // TryLock's retries settle it, so that a round nobody won is rare.
 func TestTryLockRace(t *testing.T) {
+	redistest.Parallel(t)
 	run(t, func(t *testing.T, ms masters) {
 		ctx := context.Background()
 		name := redistest.Name(t)

@@ -21,7 +21,7 @@ import (
 // master 2 is back, A has lost its hold (its Lost channel fired) and its
 // keys on 0 and 1 have expired.
 func TestRestartWithoutPersistence(t *testing.T) {
-	t.Parallel() // sleep-bound: with the others (see TestWatchdogKeepsLock)
+	redistest.Parallel(t)
 	for _, tc := range []struct {
 		what  string
 		opt   relock.Option     // the Clients'

@@ -28,6 +28,7 @@ func newToken(prefix string) string {
 // of other characters (without showing them) before touching a master;
 // a handle made with a token has it.
 func TestTokens(t *testing.T) {
+	redistest.Parallel(t)
 	ctx := context.Background()
 	ms := startMinis(t, 3)
 	cs := ms.clients(t)
@@ -65,6 +66,7 @@ func TestTokens(t *testing.T) {
 // deleted would find the other handle's release there, and report a
 // success.)
 func TestSharedTokenRequestIDs(t *testing.T) {
+	redistest.Parallel(t)
 	run(t, func(t *testing.T, ms masters) {
 		ctx := context.Background()
 		name := redistest.Name(t)
@@ -96,7 +98,7 @@ func TestSharedTokenRequestIDs(t *testing.T) {
 // nothing or only a minority of the parts, and with ErrAlreadyHeld on a
 // handle that holds the lock.
 func TestResume(t *testing.T) {
-	t.Parallel()
+	redistest.Parallel(t)
 	run(t, func(t *testing.T, ms masters) {
 		ctx := context.Background()
 		name := redistest.Name(t)

@@ -29,6 +29,7 @@ func ended(t *testing.T) map[string]context.Context {
 // An Unlock whose ctx has ended still releases on every master and waits
 // for their confirmation.
 func TestUnlockEndedContext(t *testing.T) {
+	redistest.Parallel(t)
 	run(t, func(t *testing.T, ms masters) {
 		for what, ctx := range ended(t) {
 			t.Run(what, func(t *testing.T) {
@@ -112,13 +113,13 @@ func proxied(t *testing.T, ms masters) masters {
 // ctx is live or ended), the renewals of every part stop when Unlock is
 // called, and what the unreachable master keeps expires within one lease.
 func TestUnlockMasterUnreachable(t *testing.T) {
-	t.Parallel() // sleep-bound: with the others (see TestWatchdogKeepsLock)
+	redistest.Parallel(t)
 	run(t, func(t *testing.T, ms masters) {
 		ctxs := ended(t)
 		ctxs["live"] = context.Background()
 		for what, ctx := range ctxs {
 			t.Run(what, func(t *testing.T) {
-				t.Parallel() // no checkGoroutines: it counts the goroutines of parallel tests too
+				redistest.Parallel(t) // no checkGoroutines: it counts the goroutines of parallel tests too
 				ms := proxied(t, ms[:3])
 				name := redistest.Name(t)
 				const lease = 1500 * time.Millisecond // renewed every 500 ms

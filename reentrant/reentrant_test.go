@@ -41,6 +41,7 @@ func holdCount(t *testing.T, l *reentrant.Lock) int {
 }
 
 func TestLockUnlockTwice(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, _ := newClient(t, s)
@@ -56,6 +57,7 @@ func TestLockUnlockTwice(t *testing.T) {
 }
 
 func TestReentrancy(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, _ := newClient(t, s)
@@ -101,6 +103,7 @@ func TestReentrancy(t *testing.T) {
 }
 
 func TestWaiterGetsLockAfterLastUnlock(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, _ := newClient(t, s)
@@ -129,6 +132,7 @@ func TestWaiterGetsLockAfterLastUnlock(t *testing.T) {
 }
 
 func TestForceUnlock(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, _ := newClient(t, s, relock.WithWatchdogTimeout(150*time.Millisecond))
@@ -164,6 +168,7 @@ func TestForceUnlock(t *testing.T) {
 }
 
 func TestFixedLeaseExpires(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		// The 2 s lease, scaled to 400 ms.
 		ctx := context.Background()
@@ -184,6 +189,7 @@ func TestFixedLeaseExpires(t *testing.T) {
 }
 
 func TestLeaseResetOnReentry(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		// Lock with a 10 s lease three times, unlock twice: the lease is
 		// still between 9 and 10 s.
@@ -209,20 +215,22 @@ func TestLeaseResetOnReentry(t *testing.T) {
 }
 
 func TestWatchdogKeepsReenteredLockAlive(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
-		c, rdb := newClient(t, s, relock.WithWatchdogTimeout(200*time.Millisecond))
+		// Renewed every 133 ms (a 200 ms lease lapsed on a loaded machine).
+		c, rdb := newClient(t, s, relock.WithWatchdogTimeout(400*time.Millisecond))
 		name := redistest.Name(t)
 		a, b := reentrant.New(c, name), reentrant.New(c, name)
 		require.NoError(t, a.Lock(ctx))
 		require.NoError(t, a.Lock(ctx))
-		time.Sleep(time.Second) // 5 leases
+		time.Sleep(1200 * time.Millisecond) // 3 leases
 		ok, err := b.TryLock(ctx)
 		require.NoError(t, err)
 		assert.False(t, ok, "re-entered lock expired under the watchdog")
 		assert.Equal(t, 2, holdCount(t, a))
 		require.NoError(t, a.Unlock(ctx))
-		time.Sleep(400 * time.Millisecond)
+		time.Sleep(800 * time.Millisecond) // 2 leases
 		assert.Equal(t, 1, holdCount(t, a), "partial unlock stopped the renewal")
 		require.NoError(t, a.Unlock(ctx))
 
@@ -234,21 +242,26 @@ func TestWatchdogKeepsReenteredLockAlive(t *testing.T) {
 }
 
 func TestNoRenewalAfterFinalUnlock(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
-		// A 30 ms watchdog renews every 10 ms, so renewals are in flight
+		// A 90 ms watchdog renews every 30 ms, and the cycles go on for
+		// seven leases (20 renewals or more), so renewals are in flight
 		// around many of the unlocks below; none may revive the lock.
-		// miniredis runs Lua far slower (a first call parses the script,
-		// tens of ms under -race), and a cluster client's first renewals
-		// load the cluster's state: 150 ms there.
+		// (A 30 ms lease, renewed every 10 ms, lapsed on a loaded machine
+		// before a renewal was confirmed.) miniredis runs Lua far slower
+		// (a first call parses the script, tens of ms under -race), and a
+		// cluster client's first renewals load the cluster's state: 150 ms
+		// there.
 		ctx := context.Background()
-		lease := 30 * time.Millisecond
+		lease := 90 * time.Millisecond
 		if !s.Real() || s.Cluster != nil {
 			lease = 150 * time.Millisecond
 		}
 		c, rdb := newClient(t, s, relock.WithWatchdogTimeout(lease))
 		name := redistest.Name(t)
 		l := reentrant.New(c, name)
-		for i := 0; i < 100; i++ {
+		start := time.Now()
+		for i := 0; i < 100 || time.Since(start) < 7*lease; i++ {
 			require.NoError(t, l.Lock(ctx))
 			require.NoError(t, l.Lock(ctx))
 			require.NoError(t, l.Unlock(ctx))
@@ -261,6 +274,7 @@ func TestNoRenewalAfterFinalUnlock(t *testing.T) {
 }
 
 func TestCrashedHolderClientClosed(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		const lease = 300 * time.Millisecond
@@ -276,6 +290,7 @@ func TestCrashedHolderClientClosed(t *testing.T) {
 }
 
 func TestKilledHolder(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		s.SingleOnly(t, "the holder process connects to one address")
@@ -323,10 +338,17 @@ func holdForever(spec string) {
 }
 
 func TestConcurrentCounter(t *testing.T) {
+	redistest.Exclusive(t, "16 contenders keep a core busy: they would starve the timing tests beside it")
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		name := redistest.Name(t)
-		const handles, cycles = 16, 100
+		const handles = 16
+		cycles := 100
+		if !s.Real() {
+			// miniredis runs the scripts about 7 times slower: 16
+			// contenders on one lock (6 s of CPU for 100 cycles each).
+			cycles = 30
+		}
 		clients := []*relock.Client{}
 		for i := 0; i < 2; i++ {
 			c, _ := newClient(t, s)
@@ -359,6 +381,7 @@ func TestConcurrentCounter(t *testing.T) {
 }
 
 func TestReplayedScriptsCountOnce(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		replay := &redistest.Replay{}
@@ -380,7 +403,8 @@ func TestReplayedScriptsCountOnce(t *testing.T) {
 }
 
 func TestStalledServerCountsOnce(t *testing.T) {
-	redistest.RunReal(t, func(t *testing.T, s *redistest.Server) {
+	redistest.Parallel(t)
+	redistest.RunOwn(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		rdb := redistest.StallClient(t, s)
 		admin := s.Client(t)
@@ -405,6 +429,7 @@ func TestStalledServerCountsOnce(t *testing.T) {
 }
 
 func TestFencingSameForReentry(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, _ := newClient(t, s)
@@ -424,6 +449,7 @@ func TestFencingSameForReentry(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
+	redistest.Parallel(t)
 	ctx := context.Background()
 	c := relock.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}))
 	defer c.Close()
@@ -445,6 +471,7 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestLostUnlockReplyThenLock(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		// An Unlock is applied but its reply is lost; the handle then locks
 		// again before retrying the Unlock. The pending Unlock must be
@@ -486,52 +513,117 @@ var kind = locktest.Kind{
 	},
 }
 
-func TestLostHoldRefusesLock(t *testing.T) { locktest.LostHoldRefusesLock(t, kind) }
+func TestLostHoldRefusesLock(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.LostHoldRefusesLock(t, kind)
+}
 
-func TestOperator(t *testing.T) { locktest.Operator(t, kind) }
+func TestOperator(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.Operator(t, kind)
+}
 
-func TestForceUnlockResent(t *testing.T) { locktest.ForceUnlockResent(t, kind) }
+func TestForceUnlockResent(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ForceUnlockResent(t, kind)
+}
 
-func TestEvents(t *testing.T) { locktest.Events(t, kind) }
+func TestEvents(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.Events(t, kind)
+}
 
-func TestObserverPanics(t *testing.T) { locktest.ObserverPanics(t, kind) }
+func TestObserverPanics(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ObserverPanics(t, kind)
+}
 
-func TestFenceAfterLocalLoss(t *testing.T) { locktest.FenceAfterLocalLoss(t, kind) }
+func TestFenceAfterLocalLoss(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.FenceAfterLocalLoss(t, kind)
+}
 
-func TestHandOff(t *testing.T) { locktest.HandOff(t, kind) }
+func TestHandOff(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.HandOff(t, kind)
+}
 
-func TestGrantLost(t *testing.T) { locktest.GrantLost(t, kind) }
+func TestGrantLost(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.GrantLost(t, kind)
+}
 
-func TestGrantToDeadWaiter(t *testing.T) { locktest.GrantToDeadWaiter(t, kind) }
+func TestGrantToDeadWaiter(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.GrantToDeadWaiter(t, kind)
+}
 
-func TestGrantThenGiveUp(t *testing.T) { locktest.GrantThenGiveUp(t, kind) }
+func TestGrantThenGiveUp(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.GrantThenGiveUp(t, kind)
+}
 
-func TestGrantToOtherCall(t *testing.T) { locktest.GrantToOtherCall(t, kind) }
+func TestGrantToOtherCall(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.GrantToOtherCall(t, kind)
+}
 
-func TestStaleGrant(t *testing.T) { locktest.StaleGrant(t, kind) }
+func TestStaleGrant(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.StaleGrant(t, kind)
+}
 
-func TestShortHeartbeatKeepsPlace(t *testing.T) { locktest.ShortHeartbeatKeepsPlace(t, kind) }
+func TestShortHeartbeatKeepsPlace(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ShortHeartbeatKeepsPlace(t, kind)
+}
 
-func TestWaitBoundedByLease(t *testing.T) { locktest.WaitBoundedByLease(t, kind) }
+func TestWaitBoundedByLease(t *testing.T) {
+	locktest.WaitBoundedByLease(t, kind)
+}
 
-func TestWaitExpiryMidScript(t *testing.T) { locktest.WaitExpiryMidScript(t, kind) }
+func TestWaitExpiryMidScript(t *testing.T) {
+	locktest.WaitExpiryMidScript(t, kind)
+}
 
-func TestSyncReplicas(t *testing.T) { locktest.SyncReplicas(t, kind) }
+func TestSyncReplicas(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.SyncReplicas(t, kind)
+}
 
-func TestPartialReleaseResentLate(t *testing.T) { locktest.PartialReleaseResentLate(t, kind) }
+func TestPartialReleaseResentLate(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.PartialReleaseResentLate(t, kind)
+}
 
 // TestACL runs the shared behaviours as a Redis user with exactly the
 // documented ACL rules (redistest.ACLRules).
-func TestACL(t *testing.T) { locktest.ACL(t, kind) }
+func TestACL(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ACL(t, kind)
+}
 
-func TestClusterNames(t *testing.T) { locktest.ClusterNames(t, kind) }
+func TestClusterNames(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ClusterNames(t, kind)
+}
 
-func TestClusterWakeUps(t *testing.T) { locktest.ClusterWakeUps(t, kind) }
+func TestClusterWakeUps(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ClusterWakeUps(t, kind)
+}
 
-func TestClusterReshard(t *testing.T) { locktest.ClusterReshard(t, kind) }
+func TestClusterReshard(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ClusterReshard(t, kind)
+}
 
-func TestClusterReleaseMidMigration(t *testing.T) { locktest.ClusterReleaseMidMigration(t, kind) }
+func TestClusterReleaseMidMigration(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ClusterReleaseMidMigration(t, kind)
+}
 
 func TestFinalReleaseResentAfterRenewal(t *testing.T) {
+	redistest.Parallel(t)
 	locktest.FinalReleaseResentAfterRenewal(t, kind)
 }

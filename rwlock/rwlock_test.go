@@ -75,6 +75,7 @@ func counts(t *testing.T, l *rwlock.RWMutex) [2]int {
 }
 
 func TestTwoReadersThenWriter(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, _ := newClient(t, s) // watchdog lease 30 s: only a pushed wake-up is fast
@@ -105,6 +106,7 @@ func TestTwoReadersThenWriter(t *testing.T) {
 }
 
 func TestReadersAdmittedAfterWriteUnlock(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		name := redistest.Name(t)
@@ -164,6 +166,7 @@ func TestReadersAdmittedAfterWriteUnlock(t *testing.T) {
 }
 
 func TestDowngrade(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, _ := newClient(t, s)
@@ -190,6 +193,7 @@ func TestDowngrade(t *testing.T) {
 }
 
 func TestReadUnlockInsideWriteKeepsWrite(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, _ := newClient(t, s)
@@ -212,6 +216,7 @@ func TestReadUnlockInsideWriteKeepsWrite(t *testing.T) {
 }
 
 func TestNoUpgrade(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, _ := newClient(t, s)
@@ -242,6 +247,7 @@ func TestNoUpgrade(t *testing.T) {
 }
 
 func TestReaderLeasesExpireIndependently(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		// The leases of 10 s and 3 s, scaled down to 1 s and 300 ms
 		// (the writer's window of 8-10 s to 0.8-1.0 s, with slack above).
@@ -252,15 +258,20 @@ func TestReaderLeasesExpireIndependently(t *testing.T) {
 		short := rwlock.New(c, name, relock.WithLease(300*time.Millisecond))
 		w := rwlock.New(c, name)
 
+		// The long lease starts between start and its RLock's return:
+		// the writer may not get in before start plus the lease, and
+		// should soon after the RLock's return plus the lease (the RLock
+		// itself is slow on a loaded machine: from start, 1.505 s).
 		start := time.Now()
 		require.NoError(t, long.RLock(ctx))
+		longHeld := time.Now()
 		require.NoError(t, short.RLock(ctx))
 		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		require.NoError(t, w.Lock(wctx))
-		got := time.Since(start)
-		assert.GreaterOrEqual(t, got, 800*time.Millisecond, "writer got in before the longer read lease ran out")
-		assert.Less(t, got, 1500*time.Millisecond, "writer got in too long after the read leases ran out")
+		in := time.Now()
+		assert.GreaterOrEqual(t, in.Sub(start), 800*time.Millisecond, "writer got in before the longer read lease ran out")
+		assert.Less(t, in.Sub(longHeld), 1500*time.Millisecond, "writer got in too long after the read leases ran out")
 
 		for _, r := range []*rwlock.RWMutex{long, short} {
 			select {
@@ -276,6 +287,7 @@ func TestReaderLeasesExpireIndependently(t *testing.T) {
 }
 
 func TestReleaseShrinksTTLToLongestHold(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		// The reader A at t0 with a 10 s lease and reader B at t5,
 		// scaled down to a 1 s lease and t = 500 ms: after B's release the
@@ -312,16 +324,17 @@ func TestReleaseShrinksTTLToLongestHold(t *testing.T) {
 }
 
 func TestCrashedReaderExpires(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
-		const lease = 300 * time.Millisecond
+		const lease = 600 * time.Millisecond // renewed every 200 ms
 		crashing, _ := newClient(t, s, relock.WithWatchdogTimeout(lease))
 		c, _ := newClient(t, s)
 		name := redistest.Name(t)
 		r, w := rwlock.New(crashing, name), rwlock.New(c, name)
 
 		require.NoError(t, r.RLock(ctx))
-		time.Sleep(3 * lease)
+		time.Sleep(2 * lease)
 		assert.False(t, tryLock(t, w), "the watchdog did not keep the read hold")
 		require.NoError(t, crashing.Close()) // the reader "crashes": no unlock, no more renewals
 
@@ -335,6 +348,7 @@ func TestCrashedReaderExpires(t *testing.T) {
 }
 
 func TestRenewalExtendsOnlyOwnHolds(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		// Reader A crashes; reader B's watchdog (lease 2 s) keeps renewing
 		// B. If a renewal extended every reader's hold, A's would last until
@@ -365,6 +379,7 @@ func TestRenewalExtendsOnlyOwnHolds(t *testing.T) {
 }
 
 func TestWriterPreference(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx, stop := context.WithCancel(context.Background())
 		name := redistest.Name(t)
@@ -433,6 +448,7 @@ func TestWriterPreference(t *testing.T) {
 }
 
 func TestHoldCounts(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, _ := newClient(t, s)
@@ -468,6 +484,7 @@ func TestHoldCounts(t *testing.T) {
 }
 
 func TestMutexAndRWLockSameName(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, _ := newClient(t, s)
@@ -501,6 +518,7 @@ func TestMutexAndRWLockSameName(t *testing.T) {
 }
 
 func TestWaitingWriterGivesUp(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, rdb := newClient(t, s)
@@ -533,6 +551,7 @@ func TestWaitingWriterGivesUp(t *testing.T) {
 }
 
 func TestCrashedWaitingWriterLapses(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, _ := newClient(t, s)
@@ -568,6 +587,7 @@ func TestCrashedWaitingWriterLapses(t *testing.T) {
 }
 
 func TestTryLockDoesNotHoldReadersBack(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, _ := newClient(t, s)
@@ -584,6 +604,7 @@ func TestTryLockDoesNotHoldReadersBack(t *testing.T) {
 }
 
 func TestReadReentryWhileWriterWaits(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, _ := newClient(t, s)
@@ -609,23 +630,25 @@ func TestReadReentryWhileWriterWaits(t *testing.T) {
 }
 
 func TestWatchdogKeepsHoldsAlive(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
-		c, rdb := newClient(t, s, relock.WithWatchdogTimeout(300*time.Millisecond))
+		// Renewed every 200 ms (a 300 ms lease lapsed on a loaded machine).
+		c, rdb := newClient(t, s, relock.WithWatchdogTimeout(600*time.Millisecond))
 		name := redistest.Name(t)
 		l, other := rwlock.New(c, name), rwlock.New(c, name)
 
 		require.NoError(t, l.RLock(ctx))
-		time.Sleep(900 * time.Millisecond) // 3 leases
+		time.Sleep(1200 * time.Millisecond) // 2 leases
 		assert.False(t, tryLock(t, other), "read hold expired under the watchdog")
 		require.NoError(t, l.RUnlock(ctx))
 
 		require.NoError(t, l.Lock(ctx))
-		time.Sleep(900 * time.Millisecond)
+		time.Sleep(1200 * time.Millisecond)
 		assert.False(t, tryRLock(t, other), "write hold expired under the watchdog")
 		require.NoError(t, l.RLock(ctx))
 		require.NoError(t, l.Unlock(ctx))
-		time.Sleep(900 * time.Millisecond)
+		time.Sleep(1200 * time.Millisecond)
 		assert.False(t, tryLock(t, other), "downgraded read hold expired under the watchdog")
 		select {
 		case <-l.Lost():
@@ -634,16 +657,18 @@ func TestWatchdogKeepsHoldsAlive(t *testing.T) {
 		}
 		require.NoError(t, l.RUnlock(ctx))
 
-		// No renewal after the last unlock: nothing is sent, nothing left.
+		// No renewal after the last unlock, for more than a lease: nothing
+		// is sent, nothing left (request records swept).
 		counter := &redistest.Counter{}
 		redistest.AddHook(rdb, counter)
-		time.Sleep(400 * time.Millisecond)
+		time.Sleep(700 * time.Millisecond)
 		assert.Zero(t, counter.Commands(), "commands sent after the last unlock")
 		assert.Empty(t, s.Keys(t, lockKey(name)+"*"), "keys left after the last unlock")
 	})
 }
 
 func TestLostWhenKeyDeleted(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, rdb := newClient(t, s, relock.WithWatchdogTimeout(150*time.Millisecond))
@@ -672,6 +697,7 @@ func TestLostWhenKeyDeleted(t *testing.T) {
 }
 
 func TestFencing(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, _ := newClient(t, s, relock.WithWatchdogTimeout(200*time.Millisecond))
@@ -703,6 +729,7 @@ func TestFencing(t *testing.T) {
 }
 
 func TestRetriedScriptsAreIdempotent(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		replay := &redistest.Replay{}
@@ -742,7 +769,8 @@ func TestRetriedScriptsAreIdempotent(t *testing.T) {
 }
 
 func TestStalledServerRetries(t *testing.T) {
-	redistest.RunReal(t, func(t *testing.T, s *redistest.Server) {
+	redistest.Parallel(t)
+	redistest.RunOwn(t, func(t *testing.T, s *redistest.Server) {
 		// DEBUG SLEEP (not in miniredis) stalls the server past the client's
 		// read timeout: go-redis resends the script, and both copies run
 		// when the server wakes up.
@@ -779,7 +807,8 @@ func TestStalledServerRetries(t *testing.T) {
 }
 
 func TestCancelDuringAcquireReleasesIt(t *testing.T) {
-	redistest.RunReal(t, func(t *testing.T, s *redistest.Server) {
+	redistest.Parallel(t)
+	redistest.RunOwn(t, func(t *testing.T, s *redistest.Server) {
 		// CLIENT PAUSE (not in miniredis) holds the acquire until after ctx
 		// ended; the hold it took must be given back.
 		ctx := context.Background()
@@ -804,6 +833,7 @@ func TestCancelDuringAcquireReleasesIt(t *testing.T) {
 }
 
 func TestCancelledWaitLeavesNothing(t *testing.T) {
+	redistest.Exclusive(t, "it counts the goroutines of the whole process")
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, rdb := newClient(t, s)
@@ -837,6 +867,7 @@ func TestCancelledWaitLeavesNothing(t *testing.T) {
 }
 
 func TestTwoCommandsPerCycle(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, rdb := newClient(t, s)
@@ -860,6 +891,7 @@ func TestTwoCommandsPerCycle(t *testing.T) {
 }
 
 func TestMutualExclusion(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		name := redistest.Name(t)
@@ -933,6 +965,7 @@ func TestMutualExclusion(t *testing.T) {
 }
 
 func TestCloseLeaksNoGoroutine(t *testing.T) {
+	redistest.Exclusive(t, "it counts the goroutines of the whole process")
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		rdb := s.Client(t)
@@ -958,6 +991,7 @@ func TestCloseLeaksNoGoroutine(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
+	redistest.Parallel(t)
 	ctx := context.Background()
 	s := &redistest.Server{Addr: "127.0.0.1:1"} // never dialled: input is checked first
 	rdb := s.Client(t)
@@ -997,6 +1031,7 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestLostUnlockReplyThenLock(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		// An RUnlock is applied but its reply is lost; the handle then makes
 		// other calls before retrying it. The pending RUnlock must be
@@ -1074,63 +1109,110 @@ func rwTokens(ctx context.Context, rdb redis.UniversalClient, name string) []str
 	return toks
 }
 
-// sides runs f for the read side and the write side.
+// sides runs f for the read side and the write side (side by side in a
+// test marked redistest.Parallel).
 func sides(t *testing.T, f func(t *testing.T, k locktest.Kind)) {
-	t.Run("read", func(t *testing.T) { f(t, reader) })
-	t.Run("write", func(t *testing.T) { f(t, writer) })
+	redistest.Subtest(t, "read", func(t *testing.T) { f(t, reader) })
+	redistest.Subtest(t, "write", func(t *testing.T) { f(t, writer) })
 }
 
-func TestLostHoldRefusesLock(t *testing.T) { sides(t, locktest.LostHoldRefusesLock) }
+func TestLostHoldRefusesLock(t *testing.T) {
+	redistest.Parallel(t)
+	sides(t, locktest.LostHoldRefusesLock)
+}
 
-func TestOperator(t *testing.T) { sides(t, locktest.Operator) }
+func TestOperator(t *testing.T) {
+	redistest.Parallel(t)
+	sides(t, locktest.Operator)
+}
 
-func TestForceUnlockResent(t *testing.T) { sides(t, locktest.ForceUnlockResent) }
+func TestForceUnlockResent(t *testing.T) {
+	redistest.Parallel(t)
+	sides(t, locktest.ForceUnlockResent)
+}
 
-func TestEvents(t *testing.T) { sides(t, locktest.Events) }
+func TestEvents(t *testing.T) {
+	redistest.Parallel(t)
+	sides(t, locktest.Events)
+}
 
-func TestObserverPanics(t *testing.T) { sides(t, locktest.ObserverPanics) }
+func TestObserverPanics(t *testing.T) {
+	redistest.Parallel(t)
+	sides(t, locktest.ObserverPanics)
+}
 
-func TestFenceAfterLocalLoss(t *testing.T) { sides(t, locktest.FenceAfterLocalLoss) }
+func TestFenceAfterLocalLoss(t *testing.T) {
+	redistest.Parallel(t)
+	sides(t, locktest.FenceAfterLocalLoss)
+}
 
-func TestHandOff(t *testing.T) { sides(t, locktest.HandOff) }
+func TestHandOff(t *testing.T) {
+	redistest.Parallel(t)
+	sides(t, locktest.HandOff)
+}
 
-func TestGrantLost(t *testing.T) { sides(t, locktest.GrantLost) }
+func TestGrantLost(t *testing.T) {
+	redistest.Parallel(t)
+	sides(t, locktest.GrantLost)
+}
 
-func TestGrantToDeadWaiter(t *testing.T) { sides(t, locktest.GrantToDeadWaiter) }
+func TestGrantToDeadWaiter(t *testing.T) {
+	redistest.Parallel(t)
+	sides(t, locktest.GrantToDeadWaiter)
+}
 
-func TestGrantThenGiveUp(t *testing.T) { sides(t, locktest.GrantThenGiveUp) }
+func TestGrantThenGiveUp(t *testing.T) {
+	redistest.Parallel(t)
+	sides(t, locktest.GrantThenGiveUp)
+}
 
-func TestGrantToOtherCall(t *testing.T) { sides(t, locktest.GrantToOtherCall) }
+func TestGrantToOtherCall(t *testing.T) {
+	redistest.Parallel(t)
+	sides(t, locktest.GrantToOtherCall)
+}
 
-func TestStaleGrant(t *testing.T) { sides(t, locktest.StaleGrant) }
+func TestStaleGrant(t *testing.T) {
+	redistest.Parallel(t)
+	sides(t, locktest.StaleGrant)
+}
 
-func TestShortHeartbeatKeepsPlace(t *testing.T) { sides(t, locktest.ShortHeartbeatKeepsPlace) }
+func TestShortHeartbeatKeepsPlace(t *testing.T) {
+	redistest.Parallel(t)
+	sides(t, locktest.ShortHeartbeatKeepsPlace)
+}
 
 // TestWaitBoundedByLease: a writer behind a reader ("read") or a writer
 // ("write"), and a reader behind a writer ("read-behind-write").
 func TestWaitBoundedByLease(t *testing.T) {
 	sides(t, locktest.WaitBoundedByLease)
-	t.Run("read-behind-write", func(t *testing.T) {
+	redistest.Subtest(t, "read-behind-write", func(t *testing.T) {
 		locktest.WaitBoundedByLease(t, locktest.Kind{New: newWriter, Waiter: newReader})
 	})
 }
 
 func TestWaitExpiryMidScript(t *testing.T) {
 	sides(t, locktest.WaitExpiryMidScript)
-	t.Run("read-behind-write", func(t *testing.T) {
+	redistest.Subtest(t, "read-behind-write", func(t *testing.T) {
 		locktest.WaitExpiryMidScript(t, locktest.Kind{New: newWriter, Waiter: newReader})
 	})
 }
 
-func TestSyncReplicas(t *testing.T) { sides(t, locktest.SyncReplicas) }
+func TestSyncReplicas(t *testing.T) {
+	redistest.Parallel(t)
+	sides(t, locktest.SyncReplicas)
+}
 
-func TestPartialReleaseResentLate(t *testing.T) { sides(t, locktest.PartialReleaseResentLate) }
+func TestPartialReleaseResentLate(t *testing.T) {
+	redistest.Parallel(t)
+	sides(t, locktest.PartialReleaseResentLate)
+}
 
 // TestReadersDoNotSpin: a reader held back by a queued writer that died
 // (its entry still live, the lock free) waits on its timer, not in a loop
 // of attempts (review: 301 commands in 500 ms), and the free lock is
 // granted to the writer.
 func TestReadersDoNotSpin(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		name := redistest.Name(t)
@@ -1158,6 +1240,7 @@ func TestReadersDoNotSpin(t *testing.T) {
 // TestNoPublishWithoutWaiters: an uncontended write (and read) cycle
 // publishes nothing; a write release publishes when a reader waits.
 func TestNoPublishWithoutWaiters(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		name := redistest.Name(t)
@@ -1202,27 +1285,37 @@ func TestNoPublishWithoutWaiters(t *testing.T) {
 
 // TestACL runs the shared behaviours, on both sides, as a Redis user with
 // exactly the documented ACL rules (redistest.ACLRules).
-func TestACL(t *testing.T) { sides(t, locktest.ACL) }
+func TestACL(t *testing.T) {
+	redistest.Parallel(t)
+	sides(t, locktest.ACL)
+}
 
 func TestClusterNames(t *testing.T) {
-	t.Run("read", func(t *testing.T) { locktest.ClusterNames(t, reader) })
-	t.Run("write", func(t *testing.T) { locktest.ClusterNames(t, writer) })
+	redistest.Parallel(t)
+	redistest.Subtest(t, "read", func(t *testing.T) { locktest.ClusterNames(t, reader) })
+	redistest.Subtest(t, "write", func(t *testing.T) { locktest.ClusterNames(t, writer) })
 }
 
 func TestClusterWakeUps(t *testing.T) {
-	t.Run("read", func(t *testing.T) { locktest.ClusterWakeUps(t, reader) })
-	t.Run("write", func(t *testing.T) { locktest.ClusterWakeUps(t, writer) })
+	redistest.Parallel(t)
+	redistest.Subtest(t, "read", func(t *testing.T) { locktest.ClusterWakeUps(t, reader) })
+	redistest.Subtest(t, "write", func(t *testing.T) { locktest.ClusterWakeUps(t, writer) })
 }
 
 // TestClusterReshard runs the writers (the exclusive side) through
 // resharding; the scripts of both sides share the retry it checks.
-func TestClusterReshard(t *testing.T) { locktest.ClusterReshard(t, writer) }
+func TestClusterReshard(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ClusterReshard(t, writer)
+}
 
 func TestClusterReleaseMidMigration(t *testing.T) {
-	t.Run("read", func(t *testing.T) { locktest.ClusterReleaseMidMigration(t, reader) })
-	t.Run("write", func(t *testing.T) { locktest.ClusterReleaseMidMigration(t, writer) })
+	redistest.Parallel(t)
+	redistest.Subtest(t, "read", func(t *testing.T) { locktest.ClusterReleaseMidMigration(t, reader) })
+	redistest.Subtest(t, "write", func(t *testing.T) { locktest.ClusterReleaseMidMigration(t, writer) })
 }
 
 func TestFinalReleaseResentAfterRenewal(t *testing.T) {
+	redistest.Parallel(t)
 	sides(t, locktest.FinalReleaseResentAfterRenewal)
 }

@@ -18,6 +18,7 @@ import (
 // single-server rows (miniredis here), with floors measured on the
 // cluster, no other scenario and no single-server target.
 func TestCluster(t *testing.T) {
+	redistest.Parallel(t)
 	c := redistest.RealCluster(t)
 	var out, errs bytes.Buffer
 	file := filepath.Join(t.TempDir(), "results.json")

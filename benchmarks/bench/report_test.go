@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/relock-go/relock/benchmarks/bench"
+	"github.com/relock-go/relock/internal/redistest"
 )
 
 // widest returns the widest line of s and its width.
@@ -36,6 +37,7 @@ var commitID = regexp.MustCompile(`\b[0-9a-f]*[a-f][0-9a-f]*\b`)
 // and speak of no target, issue, commit or internal term; the progress
 // on stderr shows the time elapsed and an estimate of what is left.
 func TestDefaultReport(t *testing.T) {
+	redistest.Parallel(t)
 	var out, errs bytes.Buffer
 	file := filepath.Join(t.TempDir(), "results.json")
 	if code := bench.Main("relockbench", []string{"-duration", "100ms", "-json-file", file}, bench.RelockKinds(), &out, &errs); code != 0 {

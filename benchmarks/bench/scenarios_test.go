@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 
 	"github.com/relock-go/relock/benchmarks/bench"
+	"github.com/relock-go/relock/internal/redistest"
 )
 
 func mini(t *testing.T) *bench.Server {
@@ -44,6 +46,7 @@ const slow = 10 * time.Second
 // miniredis, so that a change that breaks the benchmarks is caught by go
 // test.
 func TestScenarios(t *testing.T) {
+	redistest.Parallel(t)
 	srv := mini(t)
 	ctx := context.Background()
 	cfg := bench.Config{
@@ -230,6 +233,7 @@ func TestMainTable(t *testing.T) {
 // masters: uncontended and hand-off rows for 3 and 5 masters, no other
 // scenario, no target of the single-server kinds.
 func TestMultiMaster(t *testing.T) {
+	redistest.Parallel(t)
 	var addrs []string
 	for range 5 {
 		addrs = append(addrs, miniredis.RunT(t).Addr())
@@ -276,19 +280,43 @@ func TestMultiMaster(t *testing.T) {
 // (ClockTTL), miniredis sorted all its keys on every command, inner
 // commands of a script included: one renewal round of the 500 holds took
 // 0.5-1.2 s, more than the lease allows, and holds were lost.
+//
+// The margin is CPU time: unloaded, under -race, a round of 500 holds
+// takes 60-110 ms and an acquire behind 15 others up to 85 ms, so that a
+// hold's first renewal is confirmed about 0.5 s after its acquire was
+// sent. Beside another test binary that keeps both cores busy, that
+// stretched past the 1 s lease in one run of four or five (6 to 484 holds
+// lost, "no renewal confirmed before the local deadline"), while with
+// ClockTTL running every run loses most holds (367-391 of 500 in 4 of 4).
+// So a run that loses holds is run again, up to three runs: a loaded
+// machine does not fail the test, a renewal as slow as the lease does.
 func TestWatchdogManyLocksOnMiniredis(t *testing.T) {
+	redistest.Exclusive(t, "500 holds renewed on one miniredis keep a core busy, under the watchdog's deadlines")
 	srv := mini(t)
 	cfg := bench.Config{Server: srv, WatchdogTimeout: time.Second, WatchdogPeriods: 2}
+	const runs = 3
 	for _, k := range bench.RelockKinds() {
 		if k.Name != bench.KindRWLock && k.Name != bench.KindSemaphore {
 			continue
 		}
 		t.Run(k.Name, func(t *testing.T) {
-			r := bench.Watchdog(context.Background(), cfg, k)
-			ok(t, r)
-			if w := r.Watchdog; w.Locks != 500 || w.Lost != 0 {
-				t.Errorf("watchdog: %d of %d holds lost (want 500 locks, none lost); notes %v", w.Lost, w.Locks, r.Notes)
+			var lost []string
+			for run := 1; run <= runs; run++ {
+				r := bench.Watchdog(context.Background(), cfg, k)
+				ok(t, r)
+				w := r.Watchdog
+				if w.Locks != 500 {
+					t.Fatalf("watchdog: %d locks, want 500", w.Locks)
+				}
+				if w.Lost == 0 {
+					if len(lost) > 0 {
+						t.Logf("watchdog: none lost in run %d, after %s", run, strings.Join(lost, "; "))
+					}
+					return
+				}
+				lost = append(lost, fmt.Sprintf("run %d lost %d of %d holds (%v)", run, w.Lost, w.Locks, r.Notes))
 			}
+			t.Errorf("watchdog: holds lost in every one of %d runs (want none lost): %s", runs, strings.Join(lost, "; "))
 		})
 	}
 }

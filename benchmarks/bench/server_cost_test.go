@@ -37,6 +37,7 @@ func kind(t *testing.T, name string) bench.Kind {
 // TestServerCostOnMiniredis: the scenario needs a real server, and says
 // so.
 func TestServerCostOnMiniredis(t *testing.T) {
+	redistest.Parallel(t)
 	r := bench.ServerCost(context.Background(), bench.Config{Server: mini(t), Ops: 5}, kind(t, bench.KindMutex), false)
 	if !strings.Contains(r.Skipped, "-redis") {
 		t.Errorf("server-cost on miniredis: skipped %q, want a reason that names -redis", r.Skipped)
@@ -47,8 +48,10 @@ func TestServerCostOnMiniredis(t *testing.T) {
 // real redis-server: positive CPU on both sides, the floors' commands
 // exactly as they are sent (the measurement's own INFO calls are not
 // counted), relock's scripts seen and timed, a contended cycle for the
-// exclusive side only, and the targets and the summary's column.
+// exclusive side only, and the targets and the summary's column. Client
+// CPU is the process's (getrusage): it runs alone.
 func TestServerCost(t *testing.T) {
+	redistest.Exclusive(t, "client CPU per cycle is the whole process's CPU time")
 	srv := realServer(t)
 	ctx := context.Background()
 	cfg := bench.Config{Server: srv, Ops: 30}
@@ -134,6 +137,7 @@ func TestServerCost(t *testing.T) {
 // after a short wait and after the client's Close, and, when keys are
 // left, what they hold while owners cycle at a steady rate.
 func TestRequestRecords(t *testing.T) {
+	redistest.Parallel(t)
 	srv := realServer(t)
 	cfg := bench.Config{Server: srv, MemoryLocks: 50, MemoryWaiters: 10, RecordRate: 2000}
 	r := bench.Memory(context.Background(), cfg, kind(t, bench.KindMutex))

@@ -16,6 +16,7 @@ import (
 // (redistest.ACLOperatorRules), and Redis refuses it nothing; with the library's rules alone, list (SCAN) is
 // refused, while inspect and run are refused nothing.
 func TestACLOperator(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.RunReal(t, func(t *testing.T, s *redistest.Server) {
 		sc := newScene(t, s)
 		url := func(u *redistest.Server) string {

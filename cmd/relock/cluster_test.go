@@ -23,6 +23,7 @@ import (
 // TestCluster: on a Redis Cluster of three masters, list scans every
 // master, and inspect, force-unlock and run reach each lock's node.
 func TestCluster(t *testing.T) {
+	redistest.Parallel(t)
 	if testing.Short() {
 		t.Skip("a new cluster takes 2s to accept writes")
 	}
@@ -120,7 +121,10 @@ func startCluster(t *testing.T, n int) []string {
 	var nodes []*redis.Client
 	for i := 0; i < n; i++ {
 		// The cluster bus port defaults to port+10000, which may not exist.
-		_, bus, _ := net.SplitHostPort(freeAddr(t))
+		l, err := net.Listen("tcp", "127.0.0.1:0") // a free port, for the server to bind
+		require.NoError(t, err)
+		_, bus, _ := net.SplitHostPort(l.Addr().String())
+		require.NoError(t, l.Close())
 		s := redistest.StartServer(t, "--cluster-enabled", "yes", "--cluster-port", bus)
 		c := redis.NewClient(&redis.Options{Addr: s.Addr})
 		t.Cleanup(func() { c.Close() })

@@ -19,6 +19,7 @@ import (
 // An election is shown with its leader, term and candidates, with their
 // values; force-unlock ends the leadership, and the next candidate leads.
 func TestElection(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, rdb := redistest.NewClient(t, s, relock.WithWatchdogTimeout(2*time.Second))

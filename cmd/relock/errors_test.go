@@ -24,6 +24,7 @@ func oneLineError(t *testing.T, r result, code int, want string) {
 }
 
 func TestUsageErrors(t *testing.T) {
+	redistest.Parallel(t)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -52,6 +53,7 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
+	redistest.Parallel(t)
 	r := relockCmd(t, "", "-h")
 	assert.Equal(t, 0, r.code)
 	assert.Empty(t, r.stderr)
@@ -70,6 +72,7 @@ func TestHelp(t *testing.T) {
 
 // TestNoLock: a name without a lock is an error, not an empty answer.
 func TestNoLock(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		name := redistest.Name(t)
 		oneLineError(t, relockCmd(t, "", "-redis", redisURL(s), "inspect", name), 1, `no lock named "`+name+`"`)
@@ -81,6 +84,7 @@ func TestNoLock(t *testing.T) {
 // TestUnreachable: a server that refuses connections, or accepts them and
 // never answers, fails the command within about -timeout.
 func TestUnreachable(t *testing.T) {
+	redistest.Parallel(t)
 	closed := freeAddr(t)
 	silent, err := net.Listen("tcp", "127.0.0.1:0") // accepted by the kernel, never answered
 	require.NoError(t, err)
@@ -108,12 +112,5 @@ func TestUnreachable(t *testing.T) {
 	}
 }
 
-// freeAddr returns a loopback address that nothing listens on.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
-}
+// freeAddr returns a loopback address that refuses connections.
+func freeAddr(t *testing.T) string { return redistest.ClosedAddr(t) }

@@ -62,6 +62,7 @@ func owners(t *testing.T, s *redistest.Server, kind, name string) []string {
 // waiter gets it at once, and its former holder learns of the loss at its
 // next renewal.
 func TestForceUnlock(t *testing.T) {
+	redistest.Exclusive(t, "it counts the goroutines of the whole process")
 	const watchdog = 300 * time.Millisecond // renewals every 100ms
 	for _, k := range kinds {
 		t.Run(k.kind, func(t *testing.T) {
@@ -86,8 +87,18 @@ func TestForceUnlock(t *testing.T) {
 				}()
 				time.Sleep(50 * time.Millisecond) // the waiter waits
 
+				lost := make(chan time.Time, 1)
+				go func() {
+					select {
+					case <-h.Lost():
+						lost <- time.Now()
+					case <-wctx.Done():
+					}
+					close(lost)
+				}()
 				start := time.Now()
 				r := relockCmd(t, "", "-redis", redisURL(s), "-yes", "force-unlock", name)
+				deleted := time.Now() // by then (the command took 279 ms on a loaded machine)
 				require.Equal(t, 0, r.code)
 				assert.Equal(t, "deleted "+k.kind+` "`+name+`" held by `+was[0]+"\n", r.stdout)
 				assert.Empty(t, r.stderr)
@@ -101,11 +112,12 @@ func TestForceUnlock(t *testing.T) {
 				}
 				assert.NotContains(t, owners(t, s, k.kind, name), was[0], "the former holder still holds it")
 				select {
-				case <-h.Lost():
-					t.Logf("Lost after %v", time.Since(start))
-					// The next renewal (every watchdog/3) finds the lock gone;
-					// some slack for a loaded machine.
-					assert.Less(t, time.Since(start), watchdog/3+200*time.Millisecond, "Lost fired later than the next renewal")
+				case at, ok := <-lost:
+					require.True(t, ok, "the former holder's Lost never fired")
+					t.Logf("Lost %v after the force-unlock began, %v after it returned", at.Sub(start), at.Sub(deleted))
+					// The next renewal (every watchdog/3) after the deletion
+					// finds the lock gone; some slack for a loaded machine.
+					assert.Less(t, at.Sub(deleted), watchdog/3+200*time.Millisecond, "Lost fired later than the next renewal")
 				case <-time.After(time.Second):
 					t.Fatal("the former holder's Lost never fired")
 				}
@@ -122,6 +134,7 @@ func TestForceUnlock(t *testing.T) {
 // TestForceUnlockAsks: without -yes, each held lock is deleted only if
 // the answer on stdin is yes.
 func TestForceUnlockAsks(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, _ := redistest.NewClient(t, s)
@@ -283,6 +296,7 @@ func nowHeld(kind, name string, now, owners []string) string {
 // it). Nothing is deleted: the command says who holds it now and asks
 // again; confirmed, it deletes those holders' lock.
 func TestForceUnlockHolderChanged(t *testing.T) {
+	redistest.Parallel(t)
 	servers(t, func(t *testing.T, s *redistest.Server, flags []string) {
 		for _, tc := range turnovers {
 			t.Run(tc.kind, func(t *testing.T) {
@@ -321,6 +335,7 @@ func TestForceUnlockHolderChanged(t *testing.T) {
 // when the operator confirms, with other counts (a re-entry, permits
 // taken and given back): "the same holders", deleted.
 func TestForceUnlockSameHolders(t *testing.T) {
+	redistest.Parallel(t)
 	servers(t, func(t *testing.T, s *redistest.Server, flags []string) {
 		for _, tc := range turnovers {
 			if tc.kind == "mutex" {
@@ -350,6 +365,7 @@ func TestForceUnlockSameHolders(t *testing.T) {
 // changed between reading and deleting it is not deleted, and the
 // command fails saying so; a lock released meanwhile is reported as such.
 func TestForceUnlockYesHolderChanged(t *testing.T) {
+	redistest.Exclusive(t, "it sets beforeForceUnlock, which every force-unlock of the process calls")
 	t.Cleanup(func() { beforeForceUnlock = nil })
 	servers(t, func(t *testing.T, s *redistest.Server, flags []string) {
 		for _, tc := range turnovers {
@@ -414,6 +430,7 @@ func jsonList(a []string) string {
 // come (the network drops everything once the lock was read), the command
 // fails within -timeout and says that the outcome is unknown.
 func TestForceUnlockUnknownOutcome(t *testing.T) {
+	redistest.Exclusive(t, "it sets beforeForceUnlock, which every force-unlock of the process calls")
 	t.Cleanup(func() { beforeForceUnlock = nil })
 	redistest.RunReal(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()

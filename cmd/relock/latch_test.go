@@ -22,6 +22,7 @@ import (
 // its count, in list's table and in inspect's header, and follows a
 // count-down; -json gives the count as a number.
 func TestSemaphoreAndLatch(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, rdb := redistest.NewClient(t, s)

@@ -16,6 +16,7 @@ import (
 // TestMetadata: inspect, list and their -json show the metadata the
 // holders gave (relock.WithMetadata); inspect adds its column only then.
 func TestMetadata(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, _ := redistest.NewClient(t, s)

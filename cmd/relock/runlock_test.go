@@ -361,6 +361,7 @@ func lockExists(t *testing.T, s *redistest.Server, name string) bool {
 // TestRunExclusive: relock runs of one name run their children one at a
 // time, every one of them.
 func TestRunExclusive(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		name := redistest.Name(t)
 		file := filepath.Join(t.TempDir(), "runs")
@@ -383,6 +384,7 @@ func TestRunExclusive(t *testing.T) {
 
 // TestRunSemaphore: with -n 2, two children run at once, never three.
 func TestRunSemaphore(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		name := redistest.Name(t)
 		file := filepath.Join(t.TempDir(), "runs")
@@ -392,7 +394,9 @@ func TestRunSemaphore(t *testing.T) {
 			ps = append(ps, startRelock(t, nil, nil, args...))
 		}
 		starts := func() int { return strings.Count(read(file), "start ") }
-		require.Eventually(t, func() bool { return starts() == 2 }, 10*time.Second, 5*time.Millisecond, "two did not start")
+		// Five processes of this race-enabled binary start first: 10 s
+		// was too short for them on a loaded machine.
+		require.Eventually(t, func() bool { return starts() == 2 }, 30*time.Second, 5*time.Millisecond, "two did not start")
 		time.Sleep(300 * time.Millisecond)
 		assert.Equal(t, 2, starts(), "a third started")
 		note(file+".go", "go") // the children end; the third starts, and ends
@@ -409,6 +413,7 @@ func TestRunSemaphore(t *testing.T) {
 // TestRunTry: -try gives up at once, with status 75, while another owner
 // holds the lock, and runs the command when it is free.
 func TestRunTry(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, _ := redistest.NewClient(t, s)
@@ -442,12 +447,18 @@ func TestRunTry(t *testing.T) {
 
 // TestRunTimeout: -timeout D gives up after about D with status 75, and a
 // run that gets the lock within D runs the command; the wait may outlast
-// -call-timeout.
+// -call-timeout. The bounds count from the run seen waiting (in the
+// mutex's queue) and to the lock seen taken: a relock run and its child
+// are processes of this race-enabled test binary, whose start took
+// seconds on a loaded machine (3.6 s to give up after -timeout 500ms).
 func TestRunTimeout(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, _ := redistest.NewClient(t, s)
+		admin := s.Admin(t) // one client for every poll, and no t in them
 		name := redistest.Name(t)
+		keys := core.NewKeys("mutex", name)
 		file := filepath.Join(t.TempDir(), "runs")
 		m := mutex.New(c, name)
 		require.NoError(t, m.Lock(ctx))
@@ -456,21 +467,41 @@ func TestRunTimeout(t *testing.T) {
 			a := []string{"-redis", redisURL(s), "run", "-call-timeout", "200ms", "-timeout", timeout, name, "--"}
 			return append(a, childArgs(t, "record", file, "0s")...)
 		}
-		r := relockProc(t, args("500ms")...)
-		oneLineError(t, r, exitNotObtained, `relock: run: mutex "`+name+`" not obtained within -timeout 500ms; COMMAND not run`)
-		assert.GreaterOrEqual(t, r.took, 500*time.Millisecond)
-		assert.Less(t, r.took, 5*time.Second, "gave up long after -timeout (the process start included)")
-		assert.Empty(t, read(file), "the command ran")
+		// queued waits until p waits in the mutex's queue, and returns
+		// when it was seen there.
+		queued := func(p *proc) time.Time {
+			t.Helper()
+			require.Eventually(t, func() bool { return admin.ZCard(ctx, keys.Queue).Val() == 1 || !p.running() },
+				20*time.Second, 2*time.Millisecond)
+			require.True(t, p.running(), "relock run ended before it was seen waiting:\n%s%s", p.stdout.String(), p.stderr.String())
+			return time.Now()
+		}
 
-		p := startRelock(t, nil, nil, args("10s")...)
+		// -timeout 1s (500 ms was shorter than a loaded machine took to
+		// be seen waiting).
+		p := startRelock(t, nil, nil, args("1s")...)
+		waiting := queued(p)
+		r := p.wait(t, 20*time.Second)
+		oneLineError(t, r, exitNotObtained, `relock: run: mutex "`+name+`" not obtained within -timeout 1s; COMMAND not run`)
+		assert.GreaterOrEqual(t, r.took, time.Second)
+		assert.Less(t, p.start.Add(r.took).Sub(waiting), 2500*time.Millisecond, "the run gave up long after -timeout")
+		assert.Empty(t, read(file), "the command ran")
+		assert.Zero(t, admin.ZCard(ctx, keys.Queue).Val(), "the run that gave up is still queued")
+
+		p = startRelock(t, nil, nil, args("10s")...)
+		queued(p)
 		time.Sleep(600 * time.Millisecond) // waiting, past -call-timeout
 		require.True(t, p.running(), "gave up early")
 		released := time.Now()
 		require.NoError(t, m.Unlock(ctx))
-		r = p.wait(t, 10*time.Second)
+		// Taken: the lock's key is back (relock run holds it while its
+		// child runs), or the child has started.
+		require.Eventually(t, func() bool { return admin.Exists(ctx, keys.Lock).Val() == 1 || read(file) != "" },
+			10*time.Second, 2*time.Millisecond, "relock run never got the lock")
+		assert.Less(t, time.Since(released), 3*time.Second, "it did not get the lock soon after the release")
+		r = p.wait(t, 20*time.Second)
 		require.Equal(t, 0, r.code)
 		assert.Len(t, intervals(t, file), 1)
-		assert.Less(t, time.Since(released), 3*time.Second, "it did not get the lock soon after the release")
 	})
 }
 
@@ -479,6 +510,7 @@ func TestRunTimeout(t *testing.T) {
 // after -grace, and relock run exits with status 124; it shows the
 // owner's fingerprint, never its token.
 func TestRunLost(t *testing.T) {
+	redistest.Parallel(t)
 	const lease = time.Second // renewed every 333ms: a deletion is seen within that
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		t.Run("SIGTERM", func(t *testing.T) {
@@ -551,6 +583,7 @@ func TestRunLost(t *testing.T) {
 // signal N). A signal during the wait ends it (128+N), and leaves nothing
 // behind. Signals do not depend on the server: on redis-server only.
 func TestRunSignals(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.RunReal(t, func(t *testing.T, s *redistest.Server) {
 		for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT} {
 			t.Run(signalName(sig), func(t *testing.T) {
@@ -608,6 +641,7 @@ func TestRunSignals(t *testing.T) {
 // TestRunSuspend: ^Z (SIGTSTP) to relock run stops the child and relock
 // run; SIGCONT continues both.
 func TestRunSuspend(t *testing.T) {
+	redistest.Parallel(t)
 	needProc(t)
 	redistest.RunReal(t, func(t *testing.T, s *redistest.Server) {
 		name := redistest.Name(t)
@@ -629,6 +663,7 @@ func TestRunSuspend(t *testing.T) {
 // TestRunCrash: a relock run killed by SIGKILL takes its child with it
 // (Linux), and its lock is freed within -lease.
 func TestRunCrash(t *testing.T) {
+	redistest.Parallel(t)
 	needProc(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		const lease = time.Second
@@ -642,7 +677,10 @@ func TestRunCrash(t *testing.T) {
 		// stderr, which the child has too.
 		require.Eventually(t, func() bool { return gone(p.cmd.Process.Pid) }, 2*time.Second, 5*time.Millisecond)
 		assert.Eventually(t, func() bool { return gone(pid) }, 2*time.Second, 5*time.Millisecond, "the child runs on")
-		require.Eventually(t, func() bool { return !lockExists(t, s, name) }, lease+2*time.Second, 10*time.Millisecond, "the lock was not freed")
+		admin := s.Admin(t) // one client for every poll, and no t in it
+		key := core.NewKeys("mutex", name).Lock
+		require.Eventually(t, func() bool { return admin.Exists(context.Background(), key).Val() == 0 },
+			lease+2*time.Second, 10*time.Millisecond, "the lock was not freed")
 		t.Logf("lock freed %v after the crash", time.Since(killed).Round(time.Millisecond))
 	})
 }
@@ -650,6 +688,7 @@ func TestRunCrash(t *testing.T) {
 // TestRunStdio: the child reads relock run's stdin and writes to its
 // stdout and stderr, and its exit status is relock run's.
 func TestRunStdio(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.RunReal(t, func(t *testing.T, s *redistest.Server) {
 		for _, code := range []int{0, 3} {
 			name := redistest.Name(t)
@@ -667,6 +706,7 @@ func TestRunStdio(t *testing.T) {
 // fencing token (strictly increasing per name), or with -n, RELOCK_FENCE
 // empty; values inherited from relock run's environment are replaced.
 func TestRunEnv(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		name := redistest.Name(t)
 		stale := []string{"RELOCK_NAME=stale", "RELOCK_FENCE=99"}
@@ -684,6 +724,7 @@ func TestRunEnv(t *testing.T) {
 // TestRunExitStatus: usage errors exit 2 and failures 1 (before any child
 // runs), a COMMAND not found 127 and one not executable 126.
 func TestRunExitStatus(t *testing.T) {
+	redistest.Parallel(t)
 	closed := "redis://" + freeAddr(t)
 	noExec := filepath.Join(t.TempDir(), "script")
 	require.NoError(t, os.WriteFile(noExec, []byte("#!/bin/sh\n"), 0o644))
@@ -731,6 +772,7 @@ func TestRunExitStatus(t *testing.T) {
 // TestRunHelp: run -h says what -timeout means for run, the environment
 // and the exit statuses, in 80 columns.
 func TestRunHelp(t *testing.T) {
+	redistest.Parallel(t)
 	r := relockCmd(t, "", "run", "-h")
 	require.Equal(t, 0, r.code)
 	for _, want := range []string{

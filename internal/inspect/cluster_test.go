@@ -20,6 +20,7 @@ import (
 // snapshot script with TRYAGAIN) is read once the migration ends, not
 // reported as an error.
 func TestReadDuringMigration(t *testing.T) {
+	redistest.Parallel(t)
 	cl := redistest.StartCluster(t, 2, 5*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

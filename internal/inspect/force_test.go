@@ -59,6 +59,7 @@ var contendeds = []contended{
 // holds the lock. The resend answers as the first run did (Deleted, not
 // "held by others"), and the waiter keeps its hold.
 func TestForceUnlockResent(t *testing.T) {
+	redistest.Parallel(t)
 	run := func(t *testing.T, s *redistest.Server) {
 		for _, tc := range contendeds {
 			t.Run(tc.kind, func(t *testing.T) {
@@ -108,6 +109,7 @@ func TestForceUnlockResent(t *testing.T) {
 // answers as the first did, and deletes nothing: neither the operator's
 // (only the holders shown) nor the lock packages' (whatever the owner).
 func TestForceUnlockResentDuringMigration(t *testing.T) {
+	redistest.Parallel(t)
 	cl := redistest.StartCluster(t, 2, 5*time.Second)
 	a, b := cl.Nodes[0], cl.Nodes[1]
 	for _, only := range []bool{true, false} {

@@ -52,6 +52,7 @@ func blocked(t *testing.T, lock func(ctx context.Context) error) {
 }
 
 func TestInspectEachKind(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, rdb := redistest.NewClient(t, s, relock.WithWatchdogTimeout(lease))
@@ -138,6 +139,7 @@ func TestInspectEachKind(t *testing.T) {
 }
 
 func TestInspectNoLock(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		rdb := s.Client(t)
@@ -163,6 +165,7 @@ func TestInspectNoLock(t *testing.T) {
 // TestInspectAfterScriptFlush: the snapshot scripts are sent with EVALSHA
 // in pipelines, and loaded again when the server has lost them.
 func TestInspectAfterScriptFlush(t *testing.T) {
+	redistest.Exclusive(t, "SCRIPT FLUSH makes every client of the server reload its scripts")
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, rdb := redistest.NewClient(t, s)
@@ -186,6 +189,7 @@ func TestInspectAfterScriptFlush(t *testing.T) {
 // TestRWLockExpiredHoldsDoNotCount: a hold whose expiry has passed is gone
 // to the scripts, though its fields linger until the next settle.
 func TestRWLockExpiredHoldsDoNotCount(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		rdb := s.Client(t)
@@ -230,6 +234,7 @@ func TestRWLockExpiredHoldsDoNotCount(t *testing.T) {
 // lock with waiters, in inspect and in list; a waiter without a deadline
 // is dead (Alive 0).
 func TestFairQueueWithoutLock(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		rdb := s.Client(t)
@@ -301,6 +306,7 @@ func serverMs(t *testing.T, rdb redis.UniversalClient) int64 {
 // TestScanFindsLocksOnly: only main keys (and the waiter keys of a lock
 // whose main key is gone) make a lock, whatever the name contains.
 func TestScanFindsLocksOnly(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		rdb := s.Client(t)
@@ -370,6 +376,7 @@ func TestScanFindsLocksOnly(t *testing.T) {
 // TestScanUsesScan: list walks the keyspace with SCAN MATCH ... COUNT
 // 1000, never KEYS, and asks for nothing but what matches.
 func TestScanUsesScan(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		admin := s.Client(t)
@@ -433,6 +440,7 @@ func (r recorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 // TestGlobMatchesRedis compares the package's glob matcher with the
 // server's SCAN MATCH on the same names.
 func TestGlobMatchesRedis(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.RunReal(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		rdb := s.Client(t)
@@ -507,6 +515,7 @@ func toStrings(a []any) []string {
 // permits and its queue with the permits each waiter asks for; a latch's
 // count.
 func TestInspectSemaphoreAndLatch(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		c, rdb := redistest.NewClient(t, s, relock.WithWatchdogTimeout(lease))

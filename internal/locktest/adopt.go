@@ -83,7 +83,7 @@ func Resume(t *testing.T, k Kind) {
 		assert.True(t, w.Held())
 		assert.Equal(t, fence, w.Fence(), "the fencing token is the hold's")
 		assert.ErrorIs(t, w.Resume(ctx), relock.ErrAlreadyHeld)
-		time.Sleep(3 * lease) // renewed by the worker's watchdog
+		time.Sleep(2 * lease) // past its lease: renewed by the worker's watchdog
 		assert.NoError(t, w.LostErr(), "the resumed hold was not renewed")
 		other := k.waiter(worker, name)
 		ok, err := other.TryLock(ctx)

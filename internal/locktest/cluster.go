@@ -51,16 +51,21 @@ func ClusterNames(t *testing.T, k Kind) {
 	}
 }
 
-// ClusterWakeUps checks wake-ups on the binary's Redis Cluster: locks of
-// different names live on different masters; a release publishes with
-// SPUBLISH (sharded pub/sub) on its lock's master only, never a
-// cluster-wide PUBLISH; a Client's waiters share at most one pub/sub
-// connection per master; and when those connections are killed, the
-// waiters' channels are subscribed again within a second (releases then
-// reach them by push), waiters released at once still get their locks,
-// and the next waiters are pushed again.
+// ClusterWakeUps checks wake-ups on a Redis Cluster: locks of different
+// names live on different masters; a release publishes with SPUBLISH
+// (sharded pub/sub) on its lock's master only, never a cluster-wide
+// PUBLISH; a Client's waiters share at most one pub/sub connection per
+// master; and when those connections are killed, the waiters' channels
+// are subscribed again within a second (releases then reach them by
+// push), waiters released at once still get their locks, and the next
+// waiters are pushed again.
+//
+// It kills every pub/sub connection of its cluster and counts its PUBLISH
+// calls: the cluster is its own (on the binary's, that would disturb, and
+// count, the tests that run beside it).
 func ClusterWakeUps(t *testing.T, k Kind) {
-	s := redistest.ClusterServer(t)
+	cl := redistest.StartCluster(t, 3, 5*time.Second)
+	s := &redistest.Server{Addr: cl.Nodes[0].Addr, Cluster: cl}
 	ctx := testCtx(t)
 	admin := s.Admin(t).(*redis.ClusterClient)
 	var b [4]byte
@@ -97,12 +102,12 @@ func ClusterWakeUps(t *testing.T, k Kind) {
 		return pub, spub
 	}
 	// pubSubConns counts the waiters' Client's pub/sub connections per
-	// master.
-	pubSubConns := func() map[string]int {
+	// master (no t in it: it runs in a condition of Eventually).
+	pubSubConns := func() (map[string]int, error) {
 		out := map[string]int{}
 		var mu sync.Mutex
-		require.NoError(t, admin.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-			list := m.ClientList(ctx).Val()
+		err := admin.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			list, err := m.ClientList(ctx).Result()
 			mu.Lock()
 			defer mu.Unlock()
 			for _, line := range strings.Split(list, "\n") {
@@ -110,9 +115,9 @@ func ClusterWakeUps(t *testing.T, k Kind) {
 					out[m.Options().Addr]++
 				}
 			}
-			return nil
-		}))
-		return out
+			return err
+		})
+		return out, err
 	}
 
 	// round: every name held, a waiter behind each, then every holder
@@ -120,7 +125,7 @@ func ClusterWakeUps(t *testing.T, k Kind) {
 	// release.
 	round := func(within time.Duration, during func()) {
 		t.Helper()
-		q := holdWithWaiters(t, ctx, k, c, wc, names)
+		q := holdWithWaiters(t, ctx, k, c, wc, admin, names)
 		if during != nil {
 			during()
 		}
@@ -129,8 +134,16 @@ func ClusterWakeUps(t *testing.T, k Kind) {
 
 	pub0, spub0 := stats()
 	round(pushed, func() {
-		per := pubSubConns()
-		assert.Len(t, per, 3, "waiters on every master, each with a subscription there: %v", per)
+		// Every waiter is queued, and subscribes right after (its first
+		// attempt queues it): on a loaded machine, the last subscriptions
+		// came after the waiters' 150 ms.
+		var per map[string]int
+		assert.Eventually(t, func() bool {
+			var err error
+			per, err = pubSubConns()
+			return err == nil && len(per) == 3
+		}, 5*time.Second, 10*time.Millisecond, "waiters on every master, each with a subscription there")
+		t.Logf("pub/sub connections per master: %v", per)
 		for addr, n := range per {
 			assert.Equal(t, 1, n, "pub/sub connections of one Client on master %s", addr)
 		}
@@ -219,10 +232,10 @@ func ClusterFailover(t *testing.T, k Kind) {
 	require.Positive(t, synced, "no synced hold on the master that dies")
 
 	require.NoError(t, victim.Crash())
-	promoted := cl.Nodes[3] // the victim's replica
+	promoted := cl.Nodes[3]  // the victim's replica
+	pc := promoted.Client(t) // one client for every poll, and no t in it
 	require.Eventually(t, func() bool {
-		info := promoted.Client(t).Info(ctx, "replication").Val()
-		return strings.Contains(info, "role:master")
+		return strings.Contains(pc.Info(ctx, "replication").Val(), "role:master")
 	}, 20*time.Second, 50*time.Millisecond, "the replica never took over")
 	// Give the watchdog a lease to renew at the new master, or to report.
 	time.Sleep(2 * time.Second)
@@ -342,7 +355,7 @@ func ClusterMoves(t *testing.T, k Kind) {
 	// subscribed in the shard of the master at to and that the locks are
 	// still held, then releases them one by one (each hand-off pushed).
 	move := func(what string, names []string, syncName, to string, f func()) {
-		q := holdWithWaiters(t, ctx, k, c, wc, names)
+		q := holdWithWaiters(t, ctx, k, c, wc, admin, names)
 		synced := k.New(sc, syncName, relock.WithSyncReplicas(1, 500*time.Millisecond))
 		require.NoError(t, synced.Lock(ctx), "%s: a hold confirmed by a replica", what)
 		f()
@@ -410,8 +423,12 @@ type waitingLocks struct {
 }
 
 // holdWithWaiters holds every lock of names with c, starts a waiter
-// behind each with wc, and gives the waiters time to queue.
-func holdWithWaiters(t *testing.T, ctx context.Context, k Kind, c, wc *relock.Client, names []string) *waitingLocks {
+// behind each with wc, waits until each is queued (seen through admin:
+// on a loaded machine a fixed 150 ms was not always enough, and a release
+// then found no waiter to wake), and gives them the time to subscribe
+// (and, for a lock that hands over only to starving waiters, to pass the
+// starvation threshold).
+func holdWithWaiters(t *testing.T, ctx context.Context, k Kind, c, wc *relock.Client, admin redis.UniversalClient, names []string) *waitingLocks {
 	t.Helper()
 	q := &waitingLocks{names: names, holders: make([]Handle, len(names)),
 		waiters: make([]Handle, len(names)), waits: make([]<-chan error, len(names))}
@@ -420,6 +437,9 @@ func holdWithWaiters(t *testing.T, ctx context.Context, k Kind, c, wc *relock.Cl
 		require.NoError(t, q.holders[i].Lock(ctx))
 		q.waiters[i] = k.waiter(wc, name)
 		q.waits[i] = lockAsync(ctx, q.waiters[i])
+	}
+	for _, name := range names {
+		waitQueued(t, admin, k, name, 1)
 	}
 	time.Sleep(queued)
 	return q

@@ -199,7 +199,7 @@ func Events(t *testing.T, k Kind) {
 			assert.NotContains(t, fmt.Sprintf("%+v", rec.take()), tok, "a token in an event")
 		}
 	})
-	t.Run("failures", func(t *testing.T) { NoTokens(t, k) })
+	redistest.Subtest(t, "failures", func(t *testing.T) { NoTokens(t, k) })
 }
 
 // ObserverPanics checks that an observer that panics neither breaks the

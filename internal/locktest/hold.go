@@ -20,10 +20,9 @@ import (
 // cancelled when the hold ends: by Unlock (cause context.Canceled), by a
 // loss within one renewal period (the key deleted: ErrLockGone; the
 // Client closed: ErrClosed), as Lost fires, with LostErr's error as its
-// cause. It starts no goroutine.
+// cause. (HoldContextGoroutines checks that it starts no goroutine.)
 func HoldContext(t *testing.T, k Kind) {
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
-		redistest.CheckGoroutines(t)
 		ctx := testCtx(t)
 		const lease = 600 * time.Millisecond // renewed every 200 ms
 		c, _ := redistest.NewClient(t, s, relock.WithWatchdogTimeout(lease))
@@ -85,6 +84,51 @@ func HoldContext(t *testing.T, k Kind) {
 	})
 }
 
+// HoldContextGoroutines: a hold's contexts start no goroutine, and leave
+// none behind, whichever way they end (their parent's end, Unlock, a loss,
+// the Client closed). It counts the goroutines of the whole process: it
+// runs alone.
+func HoldContextGoroutines(t *testing.T, k Kind) {
+	redistest.Exclusive(t, "it counts the goroutines of the whole process")
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		redistest.CheckGoroutines(t)
+		ctx := testCtx(t)
+		c, _ := redistest.NewClient(t, s, relock.WithWatchdogTimeout(300*time.Millisecond))
+		name := redistest.Name(t)
+		h := k.New(c, name)
+		ended := func(hc context.Context, what string) {
+			t.Helper()
+			select {
+			case <-hc.Done():
+			case <-time.After(5 * time.Second):
+				t.Fatalf("the hold's context did not end: %s", what)
+			}
+		}
+		_ = h.HoldContext(ctx)
+		require.NoError(t, h.Lock(ctx))
+		hc := h.HoldContext(ctx)
+		parent, cancel := context.WithCancel(ctx)
+		child := h.HoldContext(parent)
+		cancel()
+		ended(child, "its parent ended")
+		require.NoError(t, h.Unlock(ctx))
+		ended(hc, "Unlock")
+
+		require.NoError(t, h.Lock(ctx))
+		hc = h.HoldContext(ctx)
+		deleteLock(t, s, name)
+		ended(hc, "the key deleted")
+		assert.ErrorIs(t, h.Unlock(ctx), relock.ErrNotHeld)
+
+		c2, _ := redistest.NewClient(t, s)
+		h2 := k.New(c2, name)
+		require.NoError(t, h2.Lock(ctx))
+		hc = h2.HoldContext(ctx)
+		require.NoError(t, c2.Close())
+		ended(hc, "the Client closed")
+	})
+}
+
 // HoldContextUnreachable: while Redis is unreachable, the hold's context
 // is cancelled at the hold's local deadline (no renewal confirmed), with
 // cause ErrLeaseExpired.
@@ -137,8 +181,10 @@ var errBoom = errors.New("boom")
 // fn's error; after a panic (which goes on); when the hold is lost while
 // fn runs, fn's context is cancelled with the loss as its cause and Do's
 // error matches ErrNotHeld and the loss's reason; a ctx that ends while fn
-// runs does not keep the lock from being released.
+// runs does not keep the lock from being released. It checks that Do
+// leaves no goroutine behind (it counts them: it runs alone).
 func Do(t *testing.T, k Kind) {
+	redistest.Exclusive(t, "it counts the goroutines of the whole process")
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		redistest.CheckGoroutines(t)
 		ctx := testCtx(t)
@@ -152,10 +198,9 @@ func Do(t *testing.T, k Kind) {
 			// rwlock's or a semaphore's other key keeps the lost
 			// owner's entry until its lease ends (600 ms here).
 			require.Eventually(t, func() bool {
-				ok, err := other.TryLock(ctx)
-				require.NoError(t, err, what)
-				return ok
-			}, 2*time.Second, 10*time.Millisecond, "%s: the lock is still held", what)
+				ok, err := other.TryLock(ctx) // no t here: it may outlive t
+				return err == nil && ok
+			}, 2*time.Second, 10*time.Millisecond, "%s: the lock is still held (or TryLock fails)", what)
 			require.NoError(t, other.Unlock(ctx))
 		}
 
@@ -207,8 +252,8 @@ func Do(t *testing.T, k Kind) {
 // outlives its first lease; shorter: it ends then), renews a watched hold
 // to at least d, fails with ErrNotHeld and writes nothing when the handle
 // does not hold the lock or Redis no longer has it as its own (another
-// owner's TTL is untouched), and is applied once when the server stalls
-// past the client's read timeout.
+// owner's TTL is untouched). (ExtendStalled checks it is applied once when
+// the server stalls past the client's read timeout.)
 func Extend(t *testing.T, k Kind) {
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
@@ -251,8 +296,10 @@ func Extend(t *testing.T, k Kind) {
 		// Redis no longer has the hold as this handle's (deleted, then
 		// taken by another owner), before the handle could know. (An
 		// rwlock's or a semaphore's other key, the owners' expiries,
-		// keeps the handle's entry until its lease ends: short.)
-		h = k.New(c, name, relock.WithLease(time.Second))
+		// keeps the handle's entry until its lease ends: short, but not
+		// so short that it runs out before the Extend: 1 s did, on a
+		// loaded machine.)
+		h = k.New(c, name, relock.WithLease(2*time.Second))
 		require.NoError(t, h.Lock(ctx))
 		deleteLock(t, s, name)
 		err = h.Extend(ctx, time.Minute)
@@ -260,11 +307,14 @@ func Extend(t *testing.T, k Kind) {
 		assert.ErrorIs(t, err, relock.ErrLockGone)
 		assert.Zero(t, admin.Exists(ctx, k.Key(name)).Val(), "Extend recreated the lock")
 		assert.ErrorIs(t, h.Unlock(ctx), relock.ErrNotHeld)
-		require.NoError(t, other.Lock(ctx))
+		// The other owner's hold has a fixed lease: nothing of its own
+		// renews it (its watchdog did, between the two reads).
+		fixed := k.waiter(c, name, relock.WithLease(time.Minute))
+		require.NoError(t, fixed.Lock(ctx))
 		before := pttl()
 		assert.ErrorIs(t, h.Extend(ctx, time.Hour), relock.ErrNotHeld)
 		assert.LessOrEqual(t, pttl(), before, "another owner's TTL was extended")
-		require.NoError(t, other.Unlock(ctx))
+		require.NoError(t, fixed.Unlock(ctx))
 
 		// A hold the watchdog renews: at least d from now on.
 		w := k.New(c, name)
@@ -278,20 +328,28 @@ func Extend(t *testing.T, k Kind) {
 		require.NoError(t, w.Unlock(ctx))
 		assert.Eventually(t, func() bool { return admin.Exists(ctx, k.Key(name)).Val() == 0 },
 			2*time.Second, 10*time.Millisecond, "the lock's key is left")
+	})
+}
 
-		// A server that stalls past the client's read timeout: go-redis
-		// resends the Extend, which is applied once.
+// ExtendStalled: when the server stalls past the client's read timeout,
+// go-redis resends the Extend, which is applied once. It stalls the
+// server that the binary's tests share (DEBUG SLEEP): it runs alone.
+func ExtendStalled(t *testing.T, k Kind) {
+	redistest.Exclusive(t, "DEBUG SLEEP stalls every client of the server")
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		if !s.Real() {
-			return
+			t.Skip("miniredis has no DEBUG SLEEP")
 		}
+		ctx := testCtx(t)
+		admin := s.Admin(t)
+		name := redistest.Name(t)
 		sc := relock.New(redistest.StallClient(t, s))
 		t.Cleanup(func() { _ = sc.Close() })
-		h = k.New(sc, name+".stall", relock.WithLease(time.Second))
-		name += ".stall" // for pttl
+		h := k.New(sc, name, relock.WithLease(time.Second))
 		require.NoError(t, h.Lock(ctx))
 		redistest.Stall(t, admin, 200*time.Millisecond)
 		require.NoError(t, h.Extend(ctx, 3*time.Second), "Extend during a stall")
-		d := pttl()
+		d := admin.PTTL(ctx, k.Key(name)).Val()
 		assert.LessOrEqual(t, d, 3*time.Second)
 		assert.Greater(t, d, 2500*time.Millisecond)
 		require.NoError(t, h.Unlock(ctx))
@@ -339,9 +397,10 @@ func LockFor(t *testing.T, k Kind) {
 // would: its holders' holds are gone.
 func deleteLock(t *testing.T, s *redistest.Server, name string) {
 	t.Helper()
+	admin := s.Admin(t)
 	for _, key := range s.Keys(t, "relock:*{"+name+"}*") {
 		if !strings.HasSuffix(key, ":fence") {
-			require.NoError(t, s.Admin(t).Del(context.Background(), key).Err())
+			require.NoError(t, admin.Del(context.Background(), key).Err())
 		}
 	}
 }

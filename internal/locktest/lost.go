@@ -26,7 +26,7 @@ import (
 // fired), and, for reentrant kinds, once before it (the re-entry itself
 // finds the hold gone).
 func LostHoldRefusesLock(t *testing.T, k Kind) {
-	t.Run("after-lost", func(t *testing.T) {
+	redistest.Subtest(t, "after-lost", func(t *testing.T) {
 		redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 			c, rdb := redistest.NewClient(t, s, relock.WithWatchdogTimeout(150*time.Millisecond))
 			name := redistest.Name(t)
@@ -44,7 +44,7 @@ func LostHoldRefusesLock(t *testing.T, k Kind) {
 	if !k.Reentrant {
 		return
 	}
-	t.Run("before-lost", func(t *testing.T) {
+	redistest.Subtest(t, "before-lost", func(t *testing.T) {
 		redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 			ctx := testCtx(t)
 			c, rdb := redistest.NewClient(t, s) // 30 s: the watchdog has not noticed
@@ -95,18 +95,31 @@ func checkOwed(t *testing.T, s *redistest.Server, k Kind, h Handle, name string,
 	require.NoError(t, h.Unlock(ctx))
 }
 
-// losePipelines is a go-redis hook that, while on, sends pipelines (the
-// watchdog's renewals) but reports them failed, as replies that were lost.
-type losePipelines struct{ on atomic.Bool }
+// loseRenewals is a go-redis hook that, while on, sends the watchdog's
+// renewals but reports them failed, as replies that were lost: a pipeline
+// of renewals on a single server, each renewal command on a Cluster (see
+// renewal).
+type loseRenewals struct{ on atomic.Bool }
 
-var errLostReply = errors.New("locktest: pipeline reply lost")
+var errLostReply = errors.New("locktest: renewal reply lost")
 
-func (l *losePipelines) DialHook(next redis.DialHook) redis.DialHook          { return next }
-func (l *losePipelines) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-func (l *losePipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (l *loseRenewals) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (l *loseRenewals) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if l.on.Load() && renewal(cmd) {
+			cmd.SetErr(errLostReply)
+			return errLostReply
+		}
+		return err
+	}
+}
+
+func (l *loseRenewals) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		err := next(ctx, cmds)
-		if l.on.Load() {
+		if l.on.Load() && anyRenewal(cmds) {
 			for _, c := range cmds {
 				c.SetErr(errLostReply)
 			}
@@ -126,7 +139,7 @@ func FenceAfterLocalLoss(t *testing.T, k Kind) {
 	}
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
-		hook := &losePipelines{}
+		hook := &loseRenewals{}
 		c, rdb := redistest.NewClient(t, s, relock.WithWatchdogTimeout(300*time.Millisecond))
 		redistest.AddHook(rdb, hook)
 		h := k.New(c, redistest.Name(t), relock.WithFencing())
@@ -158,8 +171,9 @@ func PartialReleaseResentLate(t *testing.T, k Kind) {
 	}
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
-		// Records live min(lease, 15 s): 300 ms here, renewed holds.
-		c, rdb := redistest.NewClient(t, s, relock.WithWatchdogTimeout(300*time.Millisecond))
+		// Records live min(lease, 15 s): 600 ms here, renewed holds (every
+		// 200 ms; a 300 ms lease lapsed on a loaded machine).
+		c, rdb := redistest.NewClient(t, s, relock.WithWatchdogTimeout(600*time.Millisecond))
 		faults := &redistest.Faults{}
 		redistest.AddHook(rdb, faults)
 		name := redistest.Name(t)
@@ -169,7 +183,7 @@ func PartialReleaseResentLate(t *testing.T, k Kind) {
 		faults.LoseReplies(true)
 		require.ErrorIs(t, h.Unlock(ctx), redistest.ErrInjected)
 		faults.LoseReplies(false)
-		time.Sleep(600 * time.Millisecond) // the record expired; the hold is renewed
+		time.Sleep(1200 * time.Millisecond) // the record expired; the hold is renewed
 		require.NoError(t, h.Unlock(ctx), "the resent partial release")
 		assert.True(t, h.Held(), "one hold is left")
 		ok, err := other.TryLock(ctx)

@@ -21,6 +21,7 @@ import (
 // held may be lost for it. It sets the shared server's maxmemory, so it
 // runs on a real server only, and alone.
 func OutOfMemory(t *testing.T, k Kind) {
+	redistest.Exclusive(t, "it sets the shared server's maxmemory")
 	redistest.RunReal(t, func(t *testing.T, s *redistest.Server) {
 		s.SingleOnly(t, "maxmemory of one server")
 		ctx := testCtx(t)

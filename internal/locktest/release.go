@@ -36,7 +36,7 @@ func ReleaseEndedCtx(t *testing.T, k Kind) {
 	}
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		for what, end := range ended {
-			t.Run(what, func(t *testing.T) {
+			redistest.Subtest(t, what, func(t *testing.T) {
 				ctx := testCtx(t)
 				c, _ := redistest.NewClient(t, s, relock.WithWatchdogTimeout(time.Second))
 				name := redistest.Name(t)
@@ -76,7 +76,7 @@ func ReleaseUnreachable(t *testing.T, k Kind) {
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		const lease = time.Second
-		renewals := &pipelineLog{}
+		renewals := &renewalLog{}
 		var rdb redis.UniversalClient
 		var cut func(on bool)
 		if s.Cluster != nil {
@@ -138,15 +138,17 @@ func ReleaseUnreachable(t *testing.T, k Kind) {
 	})
 }
 
-// pipelineLog is a go-redis hook that notes when each pipeline (the
-// watchdog's renewals; lock calls send single commands) was started.
-type pipelineLog struct {
+// renewalLog is a go-redis hook that notes when each of the watchdog's
+// renewal rounds was sent: a pipeline of renewals on a single server, a
+// renewal command on a Cluster (see renewal).
+type renewalLog struct {
 	mu sync.Mutex
 	at []time.Time
 }
 
-// since returns how many pipelines were started after t.
-func (l *pipelineLog) since(t time.Time) int {
+// since returns how many renewal rounds were sent after t (on a Cluster,
+// renewal commands: one per node a round renews on).
+func (l *renewalLog) since(t time.Time) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := 0
@@ -158,13 +160,28 @@ func (l *pipelineLog) since(t time.Time) int {
 	return n
 }
 
-func (l *pipelineLog) DialHook(next redis.DialHook) redis.DialHook          { return next }
-func (l *pipelineLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-func (l *pipelineLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (l *renewalLog) note() {
+	l.mu.Lock()
+	l.at = append(l.at, time.Now())
+	l.mu.Unlock()
+}
+
+func (l *renewalLog) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (l *renewalLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if renewal(cmd) {
+			l.note()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (l *renewalLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		l.mu.Lock()
-		l.at = append(l.at, time.Now())
-		l.mu.Unlock()
+		if anyRenewal(cmds) {
+			l.note()
+		}
 		return next(ctx, cmds)
 	}
 }

@@ -25,8 +25,9 @@ func masterWithReplica(t *testing.T) (*redis.Client, *redistest.Managed) {
 	require.NoError(t, err)
 	replica := redistest.StartManaged(t, "", "--replicaof", host, port)
 	rdb := master.Node(t)
+	ctx := testCtx(t)
 	require.Eventually(t, func() bool {
-		info := rdb.Info(testCtx(t), "replication").Val()
+		info := rdb.Info(ctx, "replication").Val()
 		return strings.Contains(info, "connected_slaves:1") && strings.Contains(info, "state=online")
 	}, 10*time.Second, 20*time.Millisecond, "the replica never came online")
 	// Right after its first sync a replica acknowledges late: wait until it
@@ -34,9 +35,9 @@ func masterWithReplica(t *testing.T) (*redis.Client, *redistest.Managed) {
 	require.Eventually(t, func() bool {
 		c := rdb.Conn()
 		defer c.Close()
-		c.Set(testCtx(t), "relock-test:warm-up", 1, time.Minute)
-		wait := redis.NewIntCmd(testCtx(t), "WAIT", 1, 100)
-		_ = c.Process(testCtx(t), wait)
+		c.Set(ctx, "relock-test:warm-up", 1, time.Minute)
+		wait := redis.NewIntCmd(ctx, "WAIT", 1, 100)
+		_ = c.Process(ctx, wait)
 		return wait.Val() == 1
 	}, 10*time.Second, time.Millisecond, "the replica never confirmed a write")
 	return rdb, replica

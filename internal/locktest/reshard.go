@@ -209,9 +209,15 @@ func ClusterReshard(t *testing.T, k Kind) {
 // short-lived request records and the keys k keeps (Kind.Keeps).
 func leftKeys(t *testing.T, s *redistest.Server, k Kind, base string) []string {
 	t.Helper()
+	return lasting(s.Keys(t, "relock:*"+base+"*"), k)
+}
+
+// lasting returns keys but short-lived request records and the keys k
+// keeps (Kind.Keeps).
+func lasting(keys []string, k Kind) []string {
 	var left []string
 next:
-	for _, key := range s.Keys(t, "relock:*"+base+"*") {
+	for _, key := range keys {
 		if strings.Contains(key, ":r:") {
 			continue
 		}
@@ -286,6 +292,10 @@ func ClusterReleaseMidMigration(t *testing.T, k Kind) {
 	require.NoError(t, h.Unlock(ctx))
 	// What the clean-up could not undo lapses within the waiter's
 	// heartbeat.
-	require.Eventually(t, func() bool { return len(leftKeys(t, s, k, base)) == 0 }, 5*time.Second, 100*time.Millisecond,
+	require.Eventually(t, func() bool {
+		// Not leftKeys: this runs in a goroutine that may outlive t.
+		keys, err := s.ScanKeys("relock:*" + base + "*")
+		return err == nil && len(lasting(keys, k)) == 0
+	}, 5*time.Second, 100*time.Millisecond,
 		"keys left after every holder and waiter is gone: %v", leftKeys(t, s, k, base))
 }

@@ -61,6 +61,7 @@ func pushedAt(t *testing.T, addr, ch string, sub *notify.Sub, within time.Durati
 // connection; the channel is subscribed again once its slot is served,
 // and its waiter is pushed.
 func TestClusterErrorReply(t *testing.T) {
+	redistest.Parallel(t)
 	cl := redistest.StartCluster(t, 3, time.Second)
 	ctx := context.Background()
 	cc := cl.Client(t)
@@ -89,6 +90,7 @@ func TestClusterErrorReply(t *testing.T) {
 // over; the hub notices that its PING is not answered, drops the
 // connection and subscribes the channel at the promoted replica.
 func TestClusterFrozenMaster(t *testing.T) {
+	redistest.Parallel(t)
 	cl := redistest.StartCluster(t, 3, time.Second)
 	ctx := context.Background()
 	cc := cl.Client(t)

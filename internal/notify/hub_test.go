@@ -27,6 +27,7 @@ func woken(s *notify.Sub) bool {
 }
 
 func TestSharedSubscription(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		rdb := s.Client(t)
@@ -82,6 +83,7 @@ func TestSharedSubscription(t *testing.T) {
 }
 
 func TestResubscribeAfterLastLeft(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		rdb := s.Client(t)
@@ -211,6 +213,7 @@ func TestSubscribeRefused(t *testing.T) {
 // whatever the order of the waiters, and a grant for an address nobody
 // here has wakes nobody.
 func TestGrant(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		rdb := s.Client(t)

@@ -18,6 +18,7 @@ import (
 // refused subscriptions; a user without PING (the receiver's health
 // check) is not (review: pushes were switched off for good).
 func TestIsRefusal(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.RunReal(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		admin := s.Admin(t)

@@ -3,7 +3,6 @@ package notify_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
@@ -19,16 +18,16 @@ import (
 )
 
 // twoShards runs f on the addresses of a two-shard Ring: two miniredis
-// servers, then two real redis-servers (the package's and one of the
-// test's own).
+// servers, and two real redis-servers (the package's and one of the
+// test's own), side by side in a test marked redistest.Parallel.
 func twoShards(t *testing.T, f func(t *testing.T, addrs map[string]string)) {
-	t.Run("miniredis", func(t *testing.T) {
+	redistest.Subtest(t, "miniredis", func(t *testing.T) {
 		a, b := miniredis.RunT(t), miniredis.RunT(t)
 		a.ClockTTL(true)
 		b.ClockTTL(true)
 		f(t, map[string]string{"a": a.Addr(), "b": b.Addr()})
 	})
-	t.Run("redis", func(t *testing.T) {
+	redistest.Subtest(t, "redis", func(t *testing.T) {
 		a, b := redistest.Real(t), redistest.StartServer(t)
 		f(t, map[string]string{"a": a.Addr, "b": b.Addr})
 	})
@@ -114,7 +113,10 @@ func TestRingShards(t *testing.T) {
 		}
 		for shard, chans := range byShard {
 			for _, ch := range chans {
-				assert.Eventually(t, func() bool { return numSub(t, servers[shard], ch) == 0 },
+				assert.Eventually(t, func() bool { // no t here: it may outlive t
+					n, err := servers[shard].PubSubNumSub(context.Background(), ch).Result()
+					return err == nil && n[ch] == 0
+				},
 					2*time.Second, 10*time.Millisecond, "%q still subscribed after Close", ch)
 			}
 		}
@@ -125,6 +127,7 @@ func TestRingShards(t *testing.T) {
 // lock's own shard, whichever shard that is, within milliseconds of the
 // Unlock (not by its timer, a second later).
 func TestRingWait(t *testing.T) {
+	redistest.Parallel(t)
 	twoShards(t, func(t *testing.T, addrs map[string]string) {
 		ctx := context.Background()
 		holderRing := newRing(t, &redis.RingOptions{Addrs: addrs})
@@ -178,7 +181,8 @@ func TestRingWait(t *testing.T) {
 					require.NoError(t, res.err)
 					latency := res.at.Sub(unlocked)
 					worst = max(worst, latency)
-					assert.Less(t, latency, 100*time.Millisecond,
+					// A waiter on its timer would wait about core.MaxWait (1 s).
+					assert.Less(t, latency, 500*time.Millisecond,
 						"shard %q round %d: waiter took the lock %v after Unlock (its timer, not a push)", shard, r, latency)
 					require.NoError(t, wm.Unlock(ctx))
 				}
@@ -231,14 +235,10 @@ func deadRing(t testing.TB) *redis.Ring {
 	return ring
 }
 
-// closedAddr returns a loopback address nothing listens on.
-func closedAddr(t testing.TB) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
-}
+// closedAddr returns a loopback address that refuses connections (a
+// port merely free was taken by a server of a test beside it, and the
+// "down" shard was up).
+func closedAddr(t testing.TB) string { return redistest.ClosedAddr(t) }
 
 // TestRingSubscribeFails: where go-redis's Ring.Subscribe panics (every
 // shard down, or a Subscribe that panics outright), a blocking Lock neither

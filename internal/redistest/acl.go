@@ -184,7 +184,7 @@ func RunACL(t *testing.T, f func(t *testing.T)) {
 	checkACLLog(t, s)
 	RunOn(t, s, "redis-acl", f)
 	if onCluster && !testing.Short() {
-		t.Run("cluster", func(t *testing.T) {
+		Subtest(t, "cluster", func(t *testing.T) {
 			cs := ACLCluster(t)
 			for _, n := range cs.Cluster.Nodes {
 				checkACLLog(t, &n.Server)

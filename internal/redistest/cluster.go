@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -55,11 +56,20 @@ var (
 func RealCluster(t testing.TB) *Cluster {
 	t.Helper()
 	skipShort(t)
-	clusterOnce.Do(func() { cluster, clusterErr = startCluster(3, nodeTimeout) })
+	clusterOnce.Do(formCluster)
 	if clusterErr != nil {
 		unavailable(t, clusterErr)
 	}
 	return cluster
+}
+
+// formCluster starts the binary's cluster (RealCluster).
+func formCluster() {
+	if cluster, clusterErr = startCluster(3, nodeTimeout); clusterErr == nil {
+		for _, n := range cluster.Nodes {
+			addShared(n.Addr)
+		}
+	}
 }
 
 // StartCluster starts a cluster of t's own, with masters masters and one
@@ -132,17 +142,28 @@ func startCluster(masters int, timeout time.Duration) (_ *Cluster, err error) {
 			return nil, err
 		}
 		// The bus port defaults to port+10000, which an ephemeral port
-		// may push past 65535: give it a free port of its own.
-		bus, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		args := []string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-			"--cluster-port", strconv.Itoa(bus), "--cluster-node-timeout", strconv.Itoa(int(timeout.Milliseconds())),
-			"--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0"}
-		cmd, addr, err := launch(ndir, args...)
-		if err != nil {
-			return nil, err
+		// may push past 65535: give it a free port of its own (another
+		// one if another process took it before the server could).
+		var (
+			bus  int
+			args []string
+			cmd  *exec.Cmd
+			addr string
+		)
+		for try := 0; ; try++ {
+			if bus, err = freePort(); err != nil {
+				return nil, err
+			}
+			args = []string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+				"--cluster-port", strconv.Itoa(bus), "--cluster-node-timeout", strconv.Itoa(int(timeout.Milliseconds())),
+				"--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0"}
+			if cmd, addr, err = launch(ndir, args...); err == nil {
+				break
+			}
+			if try == 2 {
+				return nil, err
+			}
+			_ = os.Remove(filepath.Join(ndir, "nodes.conf")) // of the server that did not start
 		}
 		m := &Managed{Server: Server{Addr: addr}, dir: ndir, args: args, log: filepath.Join(ndir, "redis.log"), cmd: cmd}
 		c.Nodes = append(c.Nodes, &ClusterNode{Managed: m, bus: bus})

@@ -10,7 +10,8 @@ import (
 // CheckGoroutines records how many goroutines of relock (and of go-redis)
 // run now and, at the end of t, fails t if more still run after a grace
 // period: they leaked. Goroutines of the test itself and of miniredis are
-// not counted.
+// not counted. Those of other tests would be: t must run alone
+// (Exclusive).
 func CheckGoroutines(t testing.TB) {
 	t.Helper()
 	CheckGoroutinesOf(t, "relock goroutines", Library)
@@ -19,8 +20,13 @@ func CheckGoroutines(t testing.TB) {
 // CheckGoroutinesOf is CheckGoroutines for the goroutines whose stack
 // match accepts (what names them in the failure): it records how many run
 // now and, at the end of t, fails t if more still run after up to 3 s.
+// t must run alone (Exclusive).
 func CheckGoroutinesOf(t testing.TB, what string, match func(stack string) bool) {
 	t.Helper()
+	Exclusive(t, "it counts the goroutines of the whole process")
+	if onCluster && !testing.Short() {
+		clusterOnce.Do(func() {}) // the cluster's start (MainCluster) is over
+	}
 	before, _ := count(match)
 	t.Cleanup(func() {
 		deadline := time.Now().Add(3 * time.Second)
@@ -71,7 +77,8 @@ func count(match func(stack string) bool) (int, string) {
 	return len(keep), strings.Join(keep, "\n\n")
 }
 
-// Goroutines returns how many goroutines run relock's or go-redis's code.
+// Goroutines returns how many goroutines run relock's or go-redis's code
+// (in the whole process: a test that counts them runs alone, Exclusive).
 func Goroutines() int {
 	n, _ := count(Library)
 	return n

@@ -115,6 +115,7 @@ func (m *Managed) Start() error {
 			"--save", "", "--appendonly", "no",
 			"--enable-debug-command", "local",
 			"--dir", m.dir, "--logfile", m.log}, m.args...)...)
+		dieWithParent(cmd)
 		if err := cmd.Start(); err != nil {
 			return err
 		}

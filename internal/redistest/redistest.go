@@ -12,6 +12,15 @@
 // Inside RunOn(t, s, label, f), every Run and RunReal runs on s only:
 // RunACL runs shared tests as a restricted ACL user (ACLRules), and a
 // TLS-only server (StartTLSServer) runs them over TLS.
+//
+// The tests mostly wait on timers, so they run side by side: a test marked
+// Parallel runs beside the binary's other parallel tests, and so do the
+// subtests of its Run, RunReal and Subtest calls. A test that touches what
+// other tests share (the real server or the cluster as a whole: CLIENT
+// PAUSE, DEBUG SLEEP, SCRIPT FLUSH, INFO counters; the process's
+// goroutines) is not marked, runs alone, and says so with Exclusive, which
+// CheckGoroutines, Stall and CommandCalls call for it; RunOwn gives such a
+// test a server of its own instead.
 package redistest
 
 import (
@@ -98,9 +107,20 @@ func (s *Server) SingleOnly(t testing.TB, why string) {
 }
 
 // Keys returns the keys matching pattern (SCAN, not KEYS, on a real
-// server shared by the package's tests).
+// server shared by the package's tests). It fails t if the scan fails: in
+// a condition of assert.Eventually, which runs in a goroutine that may
+// outlive t, use ScanKeys.
 func (s *Server) Keys(t testing.TB, pattern string) []string {
 	t.Helper()
+	out, err := s.ScanKeys(pattern)
+	if err != nil {
+		t.Fatalf("scan %q: %v", pattern, err)
+	}
+	return out
+}
+
+// ScanKeys is Keys without a test: it returns the scan's error.
+func (s *Server) ScanKeys(pattern string) ([]string, error) {
 	var out []string
 	scan := func(c *redis.Client) error {
 		iter := c.Scan(context.Background(), 0, pattern, 1000).Iterator()
@@ -124,10 +144,7 @@ func (s *Server) Keys(t testing.TB, pattern string) []string {
 		defer c.Close()
 		err = scan(c)
 	}
-	if err != nil {
-		t.Fatalf("scan %q: %v", pattern, err)
-	}
-	return out
+	return out, err
 }
 
 // Name returns a lock name unique to this test run.
@@ -139,23 +156,25 @@ func Name(t testing.TB) string {
 }
 
 // Run runs f on miniredis and on the real redis-server, as subtests
-// (inside RunOn, on its server only).
+// (inside RunOn, on its server only). In a test marked Parallel the
+// subtests run in parallel: Run returns before they have run, so the
+// caller must not depend on them afterwards (but in its t.Cleanup).
 func Run(t *testing.T, f func(t *testing.T, s *Server)) {
 	t.Helper()
 	if s := scoped(t); s != nil {
-		t.Run(s.label, func(t *testing.T) { f(t, s) })
+		Subtest(t, s.label, func(t *testing.T) { f(t, s) })
 		return
 	}
-	t.Run("miniredis", func(t *testing.T) {
+	Subtest(t, "miniredis", func(t *testing.T) {
 		m := miniredis.RunT(t)
 		m.ClockTTL(true)
 		f(t, &Server{Addr: m.Addr(), Mini: m})
 	})
-	t.Run("redis", func(t *testing.T) {
+	Subtest(t, "redis", func(t *testing.T) {
 		f(t, Real(t))
 	})
 	if onCluster && !testing.Short() {
-		t.Run("cluster", func(t *testing.T) {
+		Subtest(t, "cluster", func(t *testing.T) {
 			f(t, ClusterServer(t))
 		})
 	}
@@ -172,16 +191,25 @@ func ClusterServer(t testing.TB) *Server {
 	return &Server{Addr: c.Nodes[0].Addr, Cluster: c}
 }
 
+// RunOwn runs f, as subtest "redis", on a real redis-server of its own
+// (StartServer), for a test that pauses, stalls or flushes its server or
+// counts its commands (INFO): on the binary's shared server that would
+// disturb, or be disturbed by, the tests that run beside it.
+func RunOwn(t *testing.T, f func(t *testing.T, s *Server)) {
+	t.Helper()
+	Subtest(t, "redis", func(t *testing.T) { f(t, StartServer(t)) })
+}
+
 // RunReal runs f only on the real redis-server, for behaviour miniredis
 // does not have (CLIENT PAUSE, DEBUG SLEEP, real pub/sub timing); inside
-// RunOn, on its server.
+// RunOn, on its server. In a test marked Parallel, as Run.
 func RunReal(t *testing.T, f func(t *testing.T, s *Server)) {
 	t.Helper()
 	if s := scoped(t); s != nil {
-		t.Run(s.label, func(t *testing.T) { f(t, s) })
+		Subtest(t, s.label, func(t *testing.T) { f(t, s) })
 		return
 	}
-	t.Run("redis", func(t *testing.T) { f(t, Real(t)) })
+	Subtest(t, "redis", func(t *testing.T) { f(t, Real(t)) })
 }
 
 var (
@@ -197,7 +225,11 @@ var (
 // cannot be had.
 func Real(t testing.TB) *Server {
 	t.Helper()
-	realOnce.Do(func() { real, realErr = start() })
+	realOnce.Do(func() {
+		if real, realErr = start(); realErr == nil {
+			addShared(real.Addr)
+		}
+	})
 	if realErr != nil {
 		unavailable(t, realErr)
 	}
@@ -208,6 +240,8 @@ func Real(t testing.TB) *Server {
 // subtests "cluster", on a Redis Cluster of three masters with a replica
 // each, shared by the binary (RunReal tests, for faults of a single
 // server, do not); not with -short.
+//
+// The cluster is started as the binary starts, beside its first tests.
 func MainCluster(m *testing.M) int {
 	onCluster = true
 	return Main(m)
@@ -215,8 +249,18 @@ func MainCluster(m *testing.M) int {
 
 // Main runs the tests and stops the real server (if one was started).
 // Use it as: func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }.
+//
+// Unless go test is given -parallel, the binary runs Parallelism parallel
+// tests at once (see Parallel).
 func Main(m *testing.M) int {
+	defaultParallel()
+	if onCluster && !testing.Short() {
+		go clusterOnce.Do(formCluster)
+	}
 	code := m.Run()
+	if onCluster && !testing.Short() {
+		clusterOnce.Do(func() {}) // waits for the start above
+	}
 	if cluster != nil {
 		cluster.Stop()
 	}
@@ -244,13 +288,42 @@ func start() (*Server, error) {
 	return &Server{Addr: addr}, nil
 }
 
+// ports are the ports freePort has handed out in this process.
+var ports struct {
+	mu   sync.Mutex
+	used map[int]bool
+}
+
+// freePort returns a free loopback port that this process has not had
+// before: the servers of tests that run side by side must not get one
+// another's ports, nor one of a server that stopped (the nodes of a
+// cluster keep calling a dead node's address, and took a new server there
+// into their cluster).
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	ports.mu.Lock()
+	defer ports.mu.Unlock()
+	if ports.used == nil {
+		ports.used = map[int]bool{}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	var held []net.Listener // ports had before, kept bound until one is new
+	defer func() {
+		for _, l := range held {
+			_ = l.Close()
+		}
+	}()
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		if !ports.used[port] {
+			_ = l.Close()
+			ports.used[port] = true
+			return port, nil
+		}
+		held = append(held, l)
+	}
 }
 
 // waitReady waits until the server at addr answers PING (over TLS with

@@ -52,6 +52,7 @@ func launchOn(dir string, tlsCfg *tls.Config, listen func(port int) []string, ar
 			"--enable-debug-command", "local",
 			"--dir", dir, "--logfile", logfile)
 		cmd := exec.Command(bin, append(argv, args...)...)
+		dieWithParent(cmd)
 		if err := cmd.Start(); err != nil {
 			return nil, "", err
 		}

@@ -33,9 +33,14 @@ func IsScript(name string) bool {
 }
 
 // CommandCalls returns how many of the named commands (lower case) a real
-// server has run (INFO commandstats).
+// server has run (INFO commandstats). Other tests' commands count too: on
+// a server that the binary's tests share, t must run alone (Exclusive;
+// RunOwn gives a test a server of its own).
 func CommandCalls(t testing.TB, c redis.UniversalClient, names ...string) int64 {
 	t.Helper()
+	if sharedClient(c) {
+		Exclusive(t, "INFO commandstats counts every test's commands")
+	}
 	info, err := c.Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		t.Fatalf("INFO commandstats: %v", err)
@@ -60,8 +65,14 @@ func CommandCalls(t testing.TB, c redis.UniversalClient, names ...string) int64 
 // server enables), starting now; commands sent meanwhile wait in their
 // sockets and run when it wakes, even those whose client has given up on
 // them, as after a read timeout. Stall returns once the sleep has begun.
+// Every other client's commands wait too: on a server that the binary's
+// tests share, t must run alone (Exclusive; RunOwn gives a test a server
+// of its own).
 func Stall(t testing.TB, admin redis.UniversalClient, d time.Duration) {
 	t.Helper()
+	if sharedClient(admin) {
+		Exclusive(t, "DEBUG SLEEP stalls every client of the server")
+	}
 	done := make(chan error, 1)
 	go func() {
 		done <- admin.Do(context.Background(), "DEBUG", "SLEEP", d.Seconds()).Err()

@@ -3,7 +3,6 @@ package shard_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relock-go/relock/internal/redistest"
 	"github.com/relock-go/relock/internal/shard"
 )
 
@@ -24,13 +24,8 @@ func newRing(t *testing.T, opt *redis.RingOptions) *redis.Ring {
 	return ring
 }
 
-func closedAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
-}
+// closedAddr returns a loopback address that refuses connections.
+func closedAddr(t *testing.T) string { return redistest.ClosedAddr(t) }
 
 func TestTag(t *testing.T) {
 	for key, want := range map[string]string{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +26,7 @@ func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
 // that one renewal period costs a few round trips, not one per lock, that
 // the locks stay held, and that no goroutine is started per lock.
 func TestBatchedRenewal(t *testing.T) {
+	redistest.Exclusive(t, "it counts the goroutines of the whole process")
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		n, lease := 2000, 600*time.Millisecond // renewed every 200 ms
@@ -72,6 +74,7 @@ func TestBatchedRenewal(t *testing.T) {
 }
 
 func TestSlot(t *testing.T) {
+	redistest.Parallel(t)
 	// Reference values from Redis Cluster (CLUSTER KEYSLOT).
 	for key, want := range map[string]uint16{
 		"foo":            12182,
@@ -89,6 +92,7 @@ func TestSlot(t *testing.T) {
 // lease, renewals are retried and the hold survives; longer, the hold is
 // declared lost at its local deadline, and the lock is not recreated.
 func TestTransientFailures(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		const lease = 600 * time.Millisecond
@@ -137,6 +141,7 @@ func TestTransientFailures(t *testing.T) {
 // be declared lost at its local deadline, before the lock expires on the
 // server and another owner can take it.
 func TestLostBeforeExpiry(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		const lease = 2 * time.Second
@@ -187,6 +192,7 @@ func TestLostBeforeExpiry(t *testing.T) {
 // TestLostHoldStaysLost: a hold declared lost cannot be watched again (a
 // re-entry in flight when it was lost must not revive its renewals).
 func TestLostHoldStaysLost(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		w := watchdog.New(s.Client(t), time.Second, nil, nil)
 		t.Cleanup(w.Close)
@@ -205,6 +211,7 @@ func TestLostHoldStaysLost(t *testing.T) {
 // miniredis servers: the package's real server is one): every shard gets
 // the script, and every call goes to the shard that owns its keys.
 func TestRing(t *testing.T) {
+	redistest.Parallel(t)
 	ctx := context.Background()
 	a, b := miniredis.RunT(t), miniredis.RunT(t)
 	a.ClockTTL(true)
@@ -216,7 +223,7 @@ func TestRing(t *testing.T) {
 	t.Cleanup(func() { _ = c.Close() })
 	name := redistest.Name(t)
 	var ms []*mutex.Mutex
-	for i := 0; i < 200; i++ {
+	for i := 0; i < miniLocks; i++ { // not more: see miniLocks
 		m := mutex.New(c, fmt.Sprintf("%s.%d", name, i))
 		require.NoError(t, m.Lock(ctx))
 		ms = append(ms, m)
@@ -235,26 +242,32 @@ func TestRing(t *testing.T) {
 // grace. The round ends by itself when the server answers, the goroutine
 // then exits, and the renewal that the round did apply revives nothing.
 func TestCloseDuringRound(t *testing.T) {
-	redistest.RunReal(t, func(t *testing.T, s *redistest.Server) {
+	redistest.Parallel(t)
+	redistest.RunOwn(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		const lease = 900 * time.Millisecond // renewed every 300 ms
 		admin := s.Client(t)
 		rdb := s.Client(t)
-		counter := &redistest.Counter{}
-		redistest.AddHook(rdb, counter)
+		flight := &inFlight{}
+		redistest.AddHook(rdb, flight)
 		key := "relock:mutex:{" + redistest.Name(t) + "}"
 		require.NoError(t, admin.Set(ctx, key, "token", lease).Err())
 		w := watchdog.New(rdb, lease, nil, nil)
 		t.Cleanup(w.Close)
 		h := watchdog.NewHold(key, watchdog.KindString, "token")
 		_ = w.Add(h, time.Now(), lease, true)
-		// Two rounds: the script is cached and rounds run in step.
-		require.Eventually(t, func() bool { return counter.RoundTrips() >= 2 }, 3*time.Second, time.Millisecond)
+		// Two rounds answered: the function library is loaded (on this new
+		// server, the first FCALL finds no library and the round loads it,
+		// with FUNCTION LOAD, a write that a pause holds too) and rounds run
+		// in step. (Two commands sent were taken for two rounds: the pause
+		// then caught the library's load.)
+		require.Eventually(t, func() bool { return flight.answered() >= 2 }, 3*time.Second, time.Millisecond)
 
-		trips := counter.RoundTrips()
-		// Long enough that a round caught in flight by the pause gives up
-		// (go-redis's 3 s read timeout) and the next one starts inside it.
+		require.NoError(t, w.Err(h), "the hold was lost before the pause")
+		// Long enough for any round caught by it to stay stuck until the
+		// end of the test (go-redis's read timeout is 3 s).
 		require.NoError(t, admin.Do(ctx, "CLIENT", "PAUSE", 10000, "WRITE").Err())
+		pausedAt := time.Now()
 		paused := true
 		unpause := func() {
 			if paused {
@@ -263,8 +276,13 @@ func TestCloseDuringRound(t *testing.T) {
 			}
 		}
 		t.Cleanup(unpause)
-		require.Eventually(t, func() bool { return counter.RoundTrips() > trips }, 5*time.Second, time.Millisecond,
-			"no renewal round started during the pause")
+		// A round stuck on the paused server: one sent since the pause, or
+		// one caught by it, unanswered 100 ms after it (a round that was
+		// sent before the pause and answered is no use; one caught in
+		// flight used to be taken for done, and the hold's deadline then
+		// passed with no round sent during the pause).
+		require.Eventually(t, func() bool { return flight.stuck(pausedAt, 100*time.Millisecond) }, 5*time.Second, time.Millisecond,
+			"no renewal round stuck on the paused server")
 		time.Sleep(20 * time.Millisecond) // its script now waits on the paused server
 
 		start := time.Now()
@@ -307,6 +325,7 @@ func TestCloseDuringRound(t *testing.T) {
 // not stop the periodic renewals of the other holds (review: the period
 // timer was stopped and never reset, and every hold was lost).
 func TestFailedClaimRoundKeepsRenewing(t *testing.T) {
+	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
 		rdb := s.Client(t)
@@ -331,4 +350,57 @@ func TestFailedClaimRoundKeepsRenewing(t *testing.T) {
 		}
 		assert.Positive(t, rdb.PTTL(ctx, healthy).Val(), "the healthy lock expired")
 	})
+}
+
+// inFlight is a go-redis hook that notes when the pipelines in flight (the
+// watchdog's rounds) were sent, and counts those answered.
+type inFlight struct {
+	mu   sync.Mutex
+	next int
+	sent map[int]time.Time
+	ok   int // pipelines answered without an error
+}
+
+// answered returns how many pipelines were answered without an error.
+func (f *inFlight) answered() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.ok
+}
+
+// stuck reports whether a pipeline is in flight that was sent after t, or
+// that was sent before t and is still unanswered more than d after t.
+func (f *inFlight) stuck(t time.Time, d time.Duration) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, at := range f.sent {
+		if at.After(t) || time.Since(t) > d {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *inFlight) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (f *inFlight) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (f *inFlight) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		f.mu.Lock()
+		if f.sent == nil {
+			f.sent = map[int]time.Time{}
+		}
+		id := f.next
+		f.next++
+		f.sent[id] = time.Now()
+		f.mu.Unlock()
+		err := next(ctx, cmds)
+		f.mu.Lock()
+		delete(f.sent, id)
+		if err == nil {
+			f.ok++
+		}
+		f.mu.Unlock()
+		return err
+	}
 }

@@ -1,0 +1,48 @@
+package locktest
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/relock-go/relock/internal/scripts"
+)
+
+// renewal reports whether cmd is a watchdog renewal (or claim) round's
+// call of the renew script, in any of its forms (FCALL, EVALSHA, EVAL).
+// On a single server a round's calls go in one pipeline; on a Cluster
+// each goes as a command of its own (see shard.Pipelined), as lock calls
+// do: a hook that must tell renewals apart looks at the command.
+func renewal(cmd redis.Cmder) bool {
+	args := cmd.Args()
+	if len(args) < 2 {
+		return false
+	}
+	first, ok := args[1].(string)
+	if !ok {
+		return false
+	}
+	switch strings.ToLower(cmd.Name()) {
+	case "fcall", "fcall_ro":
+		return first == scripts.Renew.Function(false) || first == scripts.Renew.Function(true)
+	case "evalsha", "evalsha_ro":
+		return first == scripts.Renew.Eval(false).Hash() || first == scripts.Renew.Eval(true).Hash()
+	case "eval", "eval_ro":
+		sum := sha1.Sum([]byte(first))
+		h := hex.EncodeToString(sum[:])
+		return h == scripts.Renew.Eval(false).Hash() || h == scripts.Renew.Eval(true).Hash()
+	}
+	return false
+}
+
+// anyRenewal reports whether one of cmds is a renewal.
+func anyRenewal(cmds []redis.Cmder) bool {
+	for _, c := range cmds {
+		if renewal(c) {
+			return true
+		}
+	}
+	return false
+}

@@ -610,7 +610,7 @@ func TestDeadWaiterLeavesNothing(t *testing.T) {
 		// heartbeat, and once everyone is gone no key is left.
 		ctx := testCtx(t)
 		const hb = 400 * time.Millisecond
-		c, _ := newClient(t, s)
+		c, rdb := newClient(t, s)
 		s.SingleOnly(t, "a proxy in front of one address")
 		proxy := redistest.NewProxy(t, s.Addr)
 		drdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, ReadTimeout: 100 * time.Millisecond, MaxRetries: -1})
@@ -624,9 +624,14 @@ func TestDeadWaiterLeavesNothing(t *testing.T) {
 		dctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		deadGot := async(func() error { return dead.Acquire(dctx, 2) })
-		time.Sleep(100 * time.Millisecond)
+		queued := func(n int64) {
+			t.Helper()
+			require.Eventually(t, func() bool { return rdb.ZCard(ctx, key(name)+":queue").Val() == n },
+				5*time.Second, 2*time.Millisecond, "%d waiters never queued", n)
+		}
+		queued(1) // the dead one, at the head
 		nextGot := async(func() error { return next.Acquire(ctx, 1) })
-		time.Sleep(100 * time.Millisecond)
+		queued(2)
 		pending(t, nextGot, "Acquire(1) behind a waiting Acquire(2)")
 		proxy.Blackhole(true)
 		died := time.Now()

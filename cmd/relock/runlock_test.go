@@ -428,7 +428,7 @@ func TestRunTry(t *testing.T) {
 		require.NoError(t, m.Lock(ctx))
 		r := relockProc(t, args("-try")...)
 		oneLineError(t, r, exitNotObtained, `relock: run: mutex "`+name+`" is held elsewhere; COMMAND not run (-try)`)
-		assert.Less(t, r.took, 5*time.Second)
+		assert.Less(t, r.took, 15*time.Second, "-try waited (the holder never releases)") // a process start under -race on a loaded machine: seconds
 		require.NoError(t, m.Unlock(ctx))
 		r = relockProc(t, args("-try")...)
 		require.Equal(t, 0, r.code)

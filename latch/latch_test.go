@@ -173,8 +173,9 @@ func TestWaitCtxEnds(t *testing.T) {
 		name := redistest.Name(t)
 		l := latch.New(c, name)
 		require.True(t, trySet(t, l, 1))
-		// A first wait starts the Client's one subscription goroutine.
-		wctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+		// A first wait starts the Client's one subscription goroutine
+		// (given the time to: on a loaded machine 20 ms was not).
+		wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		defer cancel()
 		require.Error(t, l.Wait(wctx))
 		redistest.CheckGoroutines(t)

@@ -35,18 +35,25 @@ func (ms masters) pttls(t *testing.T, name string) []time.Duration {
 
 // allWithin waits (up to a second: a master slower than the majority
 // answers after the call returned) until name's key has a TTL in (lo, hi]
-// on every master, and fails t if it does not.
+// on a majority of the masters, and none above hi, and fails t if it
+// does not. (A majority is what a redlock call needs and promises: on a
+// loaded machine a master's reply can miss the attempt timeout, and that
+// master keeps its part as it was.)
 func (ms masters) allWithin(t *testing.T, name string, lo, hi time.Duration, what string) {
 	t.Helper()
 	ok := func() bool {
+		in := 0
 		for _, d := range ms.pttls(t, name) {
-			if d <= lo || d > hi {
+			if d > hi {
 				return false
 			}
+			if d > lo {
+				in++
+			}
 		}
-		return true
+		return in > len(ms)/2
 	}
-	if !assert.Eventually(t, ok, time.Second, 10*time.Millisecond, "%s: TTL not in (%v, %v] on every master", what, lo, hi) {
+	if !assert.Eventually(t, ok, time.Second, 10*time.Millisecond, "%s: TTL not in (%v, %v] on a majority of the masters (or above it on one)", what, lo, hi) {
 		t.Logf("TTLs: %v", ms.pttls(t, name))
 	}
 }

@@ -254,7 +254,7 @@ func readyPID(t *testing.T, file string) int {
 			}
 		}
 		return false
-	}, 10*time.Second, 5*time.Millisecond, "the child never started")
+	}, 30*time.Second, 5*time.Millisecond, "the child never started")
 	t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) })
 	return pid
 }

@@ -623,10 +623,19 @@ func TestDeadWaiterLeavesNothing(t *testing.T) {
 		require.NoError(t, holder.Acquire(ctx, 1))
 		dctx, cancel := context.WithCancel(ctx)
 		defer cancel()
+		// Each waiter seen in the queue before the next step (fixed
+		// 100 ms sleeps were too short on a loaded machine: the dead
+		// waiter was not queued yet, and next took the free permit).
+		admin := s.Admin(t)
+		queued := func(n int64, what string) {
+			t.Helper()
+			require.Eventually(t, func() bool { return admin.ZCard(ctx, key(name)+":queue").Val() == n },
+				5*time.Second, 2*time.Millisecond, "%s never queued", what)
+		}
 		deadGot := async(func() error { return dead.Acquire(dctx, 2) })
-		time.Sleep(100 * time.Millisecond)
+		queued(1, "the Acquire(2)")
 		nextGot := async(func() error { return next.Acquire(ctx, 1) })
-		time.Sleep(100 * time.Millisecond)
+		queued(2, "the Acquire(1) behind it")
 		pending(t, nextGot, "Acquire(1) behind a waiting Acquire(2)")
 		proxy.Blackhole(true)
 		died := time.Now()

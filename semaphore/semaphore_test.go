@@ -528,9 +528,16 @@ func TestCancelledWaitLeavesNothing(t *testing.T) {
 		bctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		defer cancel()
 		gaveUp := async(func() error { return big.Acquire(bctx, 2) })
-		time.Sleep(100 * time.Millisecond)
+		// Each seen in the queue, not after fixed 100 ms sleeps (on a
+		// loaded machine the Acquire(1) could come first, and get in).
+		queued := func(n int64, what string) {
+			t.Helper()
+			require.Eventually(t, func() bool { return rdb.ZCard(ctx, key(name)+":queue").Val() == n },
+				5*time.Second, 2*time.Millisecond, "%s never queued", what)
+		}
+		queued(1, "the Acquire(2)")
 		smallGot := async(func() error { return small.Acquire(ctx, 1) })
-		time.Sleep(100 * time.Millisecond)
+		queued(2, "the Acquire(1) behind it")
 		pending(t, smallGot, "Acquire(1) behind a waiting Acquire(2)")
 
 		g := await(t, gaveUp, 3*time.Second, "Acquire(2) with a 300 ms ctx")

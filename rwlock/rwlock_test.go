@@ -529,7 +529,10 @@ func TestWaitingWriterGivesUp(t *testing.T) {
 		wctx, cancel := context.WithTimeout(ctx, 400*time.Millisecond)
 		defer cancel()
 		gaveUp := async(func() error { return w.Lock(wctx) })
-		time.Sleep(150 * time.Millisecond)
+		// The writer seen waiting, not a fixed 150 ms (on a loaded
+		// machine the reader could come first, and get in).
+		require.Eventually(t, func() bool { return rdb.ZCard(ctx, lockKey(name)+":queue").Val() == 1 },
+			timeLeft(wctx), 2*time.Millisecond, "the writer never waited")
 		read := async(func() error { return r2.RLock(ctx) })
 		time.Sleep(100 * time.Millisecond)
 		pending(t, read, "RLock behind a waiting writer")
@@ -1318,4 +1321,14 @@ func TestClusterReleaseMidMigration(t *testing.T) {
 func TestFinalReleaseResentAfterRenewal(t *testing.T) {
 	redistest.Parallel(t)
 	sides(t, locktest.FinalReleaseResentAfterRenewal)
+}
+
+// timeLeft is how long ctx has left (its deadline's), at least a
+// millisecond.
+func timeLeft(ctx context.Context) time.Duration {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return time.Minute
+	}
+	return max(time.Until(d), time.Millisecond)
 }

@@ -528,9 +528,16 @@ func TestCancelledWaitLeavesNothing(t *testing.T) {
 		bctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		defer cancel()
 		gaveUp := async(func() error { return big.Acquire(bctx, 2) })
-		time.Sleep(100 * time.Millisecond)
+		// Each seen in the queue, not after fixed 100 ms sleeps (on a
+		// loaded machine the Acquire(1) could come first, and get in).
+		queued := func(n int64, what string) {
+			t.Helper()
+			require.Eventually(t, func() bool { return rdb.ZCard(ctx, key(name)+":queue").Val() == n },
+				5*time.Second, 2*time.Millisecond, "%s never queued", what)
+		}
+		queued(1, "the Acquire(2)")
 		smallGot := async(func() error { return small.Acquire(ctx, 1) })
-		time.Sleep(100 * time.Millisecond)
+		queued(2, "the Acquire(1) behind it")
 		pending(t, smallGot, "Acquire(1) behind a waiting Acquire(2)")
 
 		g := await(t, gaveUp, 3*time.Second, "Acquire(2) with a 300 ms ctx")
@@ -610,7 +617,7 @@ func TestDeadWaiterLeavesNothing(t *testing.T) {
 		// heartbeat, and once everyone is gone no key is left.
 		ctx := testCtx(t)
 		const hb = 400 * time.Millisecond
-		c, rdb := newClient(t, s)
+		c, _ := newClient(t, s)
 		s.SingleOnly(t, "a proxy in front of one address")
 		proxy := redistest.NewProxy(t, s.Addr)
 		drdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, ReadTimeout: 100 * time.Millisecond, MaxRetries: -1})
@@ -623,15 +630,19 @@ func TestDeadWaiterLeavesNothing(t *testing.T) {
 		require.NoError(t, holder.Acquire(ctx, 1))
 		dctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		deadGot := async(func() error { return dead.Acquire(dctx, 2) })
-		queued := func(n int64) {
+		// Each waiter seen in the queue before the next step (fixed
+		// 100 ms sleeps were too short on a loaded machine: the dead
+		// waiter was not queued yet, and next took the free permit).
+		admin := s.Admin(t)
+		queued := func(n int64, what string) {
 			t.Helper()
-			require.Eventually(t, func() bool { return rdb.ZCard(ctx, key(name)+":queue").Val() == n },
-				5*time.Second, 2*time.Millisecond, "%d waiters never queued", n)
+			require.Eventually(t, func() bool { return admin.ZCard(ctx, key(name)+":queue").Val() == n },
+				5*time.Second, 2*time.Millisecond, "%s never queued", what)
 		}
-		queued(1) // the dead one, at the head
+		deadGot := async(func() error { return dead.Acquire(dctx, 2) })
+		queued(1, "the Acquire(2)")
 		nextGot := async(func() error { return next.Acquire(ctx, 1) })
-		queued(2)
+		queued(2, "the Acquire(1) behind it")
 		pending(t, nextGot, "Acquire(1) behind a waiting Acquire(2)")
 		proxy.Blackhole(true)
 		died := time.Now()

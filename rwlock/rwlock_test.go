@@ -665,7 +665,7 @@ func TestWatchdogKeepsHoldsAlive(t *testing.T) {
 		counter := &redistest.Counter{}
 		redistest.AddHook(rdb, counter)
 		time.Sleep(700 * time.Millisecond)
-		assert.Zero(t, counter.Commands(), "commands sent after the last unlock")
+		assert.Zero(t, counter.Commands(), "commands sent after the last unlock: %v", counter.Names())
 		assert.Empty(t, s.Keys(t, lockKey(name)+"*"), "keys left after the last unlock")
 	})
 }

@@ -504,7 +504,7 @@ func TestWatchdogKeepsPermits(t *testing.T) {
 		counter := &redistest.Counter{}
 		redistest.AddHook(rdb, counter)
 		time.Sleep(lease)
-		assert.Zero(t, counter.Commands(), "commands sent after the last release")
+		assert.Zero(t, counter.Commands(), "commands sent after the last release: %v", counter.Names())
 		assert.Empty(t, semKeys(t, s, name), "keys left after the last release")
 	})
 }

@@ -2,8 +2,10 @@ package redistest
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
@@ -23,6 +25,34 @@ type Counter struct {
 	cmds   atomic.Int64
 	trips  atomic.Int64
 	sweeps atomic.Int64
+
+	mu    sync.Mutex
+	names []string // the first maxNames commands counted, by name
+}
+
+// maxNames bounds what a Counter remembers of the commands it counted.
+const maxNames = 16
+
+// Names returns the names of the first commands counted (up to 16; a
+// function's or script's name is its first argument), for a failure
+// message that says what was sent. Arguments are never kept: they may
+// hold owner tokens.
+func (c *Counter) Names() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.names...)
+}
+
+func (c *Counter) remember(cmd redis.Cmder) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.names) < maxNames {
+		name := cmd.FullName()
+		if args := cmd.Args(); (name == "fcall" || name == "fcall_ro") && len(args) > 1 {
+			name = fmt.Sprint(name, " ", args[1]) // the function's name
+		}
+		c.names = append(c.names, name)
+	}
 }
 
 // Commands is the number of commands sent so far, sweeps aside.
@@ -35,7 +65,14 @@ func (c *Counter) Sweeps() int64 { return c.sweeps.Load() }
 func (c *Counter) RoundTrips() int64 { return c.trips.Load() }
 
 // Reset sets the counts to zero.
-func (c *Counter) Reset() { c.cmds.Store(0); c.trips.Store(0); c.sweeps.Store(0) }
+func (c *Counter) Reset() {
+	c.cmds.Store(0)
+	c.trips.Store(0)
+	c.sweeps.Store(0)
+	c.mu.Lock()
+	c.names = nil
+	c.mu.Unlock()
+}
 
 // DialHook implements redis.Hook.
 func (c *Counter) DialHook(next redis.DialHook) redis.DialHook {
@@ -53,6 +90,7 @@ func (c *Counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		case !handshake(cmd):
 			c.cmds.Add(1)
 			c.trips.Add(1)
+			c.remember(cmd)
 		}
 		return next(ctx, cmd)
 	}
@@ -68,6 +106,7 @@ func (c *Counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 				c.sweeps.Add(1)
 			case !handshake(cmd):
 				n++
+				c.remember(cmd)
 			}
 		}
 		if n > 0 {

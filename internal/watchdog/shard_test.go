@@ -3,6 +3,7 @@ package watchdog_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -70,7 +71,7 @@ func watchRing(t *testing.T, ring *redis.Ring, w *watchdog.Watchdog, n int, leas
 
 // checkHeld checks that no hold was lost and that every key is still
 // there, through the Ring, with more than a quarter of a lease left.
-func checkHeld(t *testing.T, ring *redis.Ring, w *watchdog.Watchdog, holds []*watchdog.Hold, lease time.Duration) {
+func checkHeld(t *testing.T, ring *redis.Ring, w *watchdog.Watchdog, holds []*watchdog.Hold, lease time.Duration, failures *roundFailures) {
 	ctx := context.Background()
 	lost := 0
 	why := map[string]int{}
@@ -84,7 +85,34 @@ func checkHeld(t *testing.T, ring *redis.Ring, w *watchdog.Watchdog, holds []*wa
 		require.NoError(t, err)
 		assert.Greater(t, pttl, lease/4, "%s not renewed where the Ring routes it", h.Key)
 	}
-	assert.Zero(t, lost, "holds lost out of %d: %v", len(holds), why)
+	assert.Zero(t, lost, "holds lost out of %d: %v; rounds that failed: %s", len(holds), why, failures)
+}
+
+// roundFailures notes the renewal rounds that failed (the watchdog's
+// onRoundFailed), so that a test of lost holds says why they were lost.
+type roundFailures struct {
+	mu     sync.Mutex
+	rounds int
+	first  []string // the first few errors, each with when it came
+	start  time.Time
+}
+
+func (r *roundFailures) note(holds int, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.start.IsZero() {
+		r.start = time.Now()
+	}
+	r.rounds++
+	if len(r.first) < 5 {
+		r.first = append(r.first, fmt.Sprintf("+%v %d holds: %v", time.Since(r.start).Round(time.Millisecond), holds, err))
+	}
+}
+
+func (r *roundFailures) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return fmt.Sprintf("%d %q", r.rounds, r.first)
 }
 
 // TestRingRoundPerShard: on a Ring, a renewal round sends one script call
@@ -102,7 +130,8 @@ func TestRingRoundPerShard(t *testing.T) {
 		t.Cleanup(func() { _ = ring.Close() })
 		counter := &redistest.Counter{}
 		redistest.AddHook(ring, counter)
-		w := watchdog.New(ring, lease, nil, nil)
+		failures := &roundFailures{}
+		w := watchdog.New(ring, lease, nil, failures.note)
 		t.Cleanup(w.Close)
 		holds := watchRing(t, ring, w, n, lease)
 
@@ -115,7 +144,7 @@ func TestRingRoundPerShard(t *testing.T) {
 		t.Logf("%d locks on 2 shards: %d rounds, %d script calls", n, rounds, calls)
 		require.Positive(t, rounds, "no renewal round")
 		assert.LessOrEqual(t, calls, 2*rounds, "script calls per round on a two-shard Ring")
-		checkHeld(t, ring, w, holds, lease)
+		checkHeld(t, ring, w, holds, lease, failures)
 	})
 }
 
@@ -139,10 +168,11 @@ func TestRingShardDown(t *testing.T) {
 		t.Cleanup(func() { _ = ring.Close() })
 		require.Eventually(t, func() bool { return ring.Len() == 2 }, 5*time.Second, 10*time.Millisecond,
 			"the Ring never marked shard b down")
-		w := watchdog.New(ring, lease, nil, nil)
+		failures := &roundFailures{}
+		w := watchdog.New(ring, lease, nil, failures.note)
 		t.Cleanup(w.Close)
 		holds := watchRing(t, ring, w, n, lease)
 		time.Sleep(3 * lease)
-		checkHeld(t, ring, w, holds, lease)
+		checkHeld(t, ring, w, holds, lease, failures)
 	})
 }

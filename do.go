@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/lockerr"
 )
 
@@ -23,7 +24,9 @@ import (
 // (from Unlock), whatever fn returned.
 //
 // The release is not cancelled by ctx (see the lock types' Unlock): a Do
-// whose ctx ended while fn ran still releases the lock. Do adds no Redis
+// whose ctx ended while fn ran still releases the lock. Unlock gets a
+// context detached from ctx's cancellation, with ctx's values, that ends
+// 5 s after fn returned (also for a Locker of another package). Do adds no Redis
 // command to those of Lock and Unlock, and starts no goroutine for
 // relock's lock types (it does for a Locker of another package, which it
 // watches through Lost). For a read hold of an rwlock, pass its RLocker;
@@ -39,7 +42,11 @@ func Do(ctx context.Context, l Locker, fn func(ctx context.Context) error) (err 
 	returned := false
 	defer func() {
 		stop()
-		uerr := l.Unlock(ctx)
+		// Detached here too, for a Locker of another package whose Unlock
+		// would honour an ended ctx (relock's detach their releases).
+		uctx, cancel := core.Detach(ctx)
+		defer cancel()
+		uerr := l.Unlock(uctx)
 		if returned {
 			err = joinErrs(err, uerr)
 		}

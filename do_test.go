@@ -17,6 +17,7 @@ import (
 	"github.com/relock-go/relock/mutex"
 	"github.com/relock-go/relock/reentrant"
 	"github.com/relock-go/relock/rwlock"
+	"github.com/relock-go/relock/semaphore"
 )
 
 // TestDoMulti: relock.Do over a Multi holds every part while fn runs;
@@ -62,17 +63,20 @@ func TestDoMulti(t *testing.T) {
 	})
 }
 
-// TestMultiLockForExtend: a Multi's LockFor gives every part the lease,
-// and Extend extends every part.
+// TestMultiLockForExtend: a Multi's LockFor gives every part the lease
+// (the read side of an rwlock and permits of a semaphore too), and Extend
+// extends every part.
 func TestMultiLockForExtend(t *testing.T) {
 	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		c, _ := redistest.NewClient(t, s)
 		name := redistest.Name(t)
-		parts := []relock.Locker{mutex.New(c, name+".a"), fair.New(c, name+".b"), rwlock.New(c, name+".c")}
+		parts := []relock.Locker{mutex.New(c, name+".a"), fair.New(c, name+".b"), rwlock.New(c, name+".c"),
+			rwlock.New(c, name+".d").RLocker(), semaphore.New(c, name+".e", 3).Locker(2)}
 		m := relock.MultiLock(parts...)
-		keys := []string{"relock:mutex:{" + name + ".a}", "relock:fair:{" + name + ".b}", "relock:rwlock:{" + name + ".c}"}
+		keys := []string{"relock:mutex:{" + name + ".a}", "relock:fair:{" + name + ".b}", "relock:rwlock:{" + name + ".c}",
+			"relock:rwlock:{" + name + ".d}", "relock:semaphore:{" + name + ".e}"}
 		admin := s.Admin(t)
 		assert.ErrorIs(t, m.LockFor(ctx, 0), relock.ErrInvalidOption)
 		assert.ErrorIs(t, m.Extend(ctx, time.Second), relock.ErrNotHeld, "Extend before Lock")
@@ -113,9 +117,12 @@ func (f *fakeLocker) Lock(context.Context) error {
 	return nil
 }
 func (f *fakeLocker) TryLock(ctx context.Context) (bool, error) { return true, f.Lock(ctx) }
-func (f *fakeLocker) Unlock(context.Context) error {
+func (f *fakeLocker) Unlock(ctx context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if err := ctx.Err(); err != nil { // as a Locker that honours its ctx would
+		return err
+	}
 	if !f.held {
 		return relock.ErrNotHeld
 	}
@@ -147,6 +154,11 @@ func TestDoOtherLocker(t *testing.T) {
 		return errors.New("stopped")
 	})
 	assert.EqualError(t, err, "stopped")
+	// The caller's ctx ends while fn runs: the release is still made.
+	cctx, cancel := context.WithCancel(ctx)
+	err = relock.Do(cctx, f, func(context.Context) error { cancel(); return nil })
+	require.NoError(t, err, "Do's release after the caller's ctx ended")
+	assert.False(t, f.held, "the lock kept after Do returned")
 	assert.ErrorIs(t, relock.Do(ctx, nil, func(context.Context) error { return nil }), relock.ErrInvalidOption)
 	assert.ErrorIs(t, relock.Do(ctx, f, nil), relock.ErrInvalidOption)
 	var typedNil *mutex.Mutex

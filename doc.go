@@ -65,8 +65,9 @@
 //
 // # The hold as a Go value
 //
-// Every lock handle (and a Multi, and the Lockers of an rwlock's RLocker
-// and a semaphore's Locker) offers the same calls for its hold:
+// Every lock handle of one Redis (mutex, reentrant, fair, rwlock,
+// semaphore, and an election for its leadership) offers the same calls
+// for its hold:
 //
 //   - Do(ctx, l, fn) locks l, runs fn with a context cancelled when the
 //     hold is lost, and unlocks when fn returns or panics. It is the
@@ -87,6 +88,14 @@
 //   - Run(ctx, script, keys, args...) runs a Script atomically with a
 //     check that the handle still holds the lock: a stale holder's write
 //     is refused.
+//
+// The others offer what fits them. The Lockers of an rwlock's RLocker and
+// a semaphore's Locker have their handle's calls, with Lock, LockFor and
+// Unlock of the read side or of n permits. A Multi has Do, HoldContext,
+// LockFor, TryLockFor, Extend, Lost and LostErr (its parts keep their own
+// tokens). A redlock.Mutex has all but Run and Holders: its hold is a
+// majority of masters, which a script on one master cannot check, and
+// the relock command, which reads one Redis, does not show it.
 //
 // # Releases and ended contexts
 //

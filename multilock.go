@@ -34,8 +34,10 @@ type Locker interface {
 // Its parts are always acquired in one canonical order, sorted by kind
 // and then name, whatever the order they were given in, so two Multis
 // over overlapping sets of locks never deadlock each other (nor with code
-// that takes the same locks in that order). They are released in the
-// reverse order. A Multi holds what its parts hold: it is reentrant if
+// that takes the same locks in that order). Unlock releases them side by
+// side (the order of releases cannot deadlock anybody): every part's
+// renewals stop when it is called, and it takes as long as its slowest
+// part. A Multi holds what its parts hold: it is reentrant if
 // all of its parts are (a second Lock of a Multi with a mutex part fails
 // with ErrAlreadyHeld and gives back what it took). Its parts' handles
 // must not be locked or unlocked on their own while the Multi holds them.
@@ -200,18 +202,17 @@ func (m *Multi) tryLock(ctx context.Context, lease time.Duration, fixed bool) (b
 	return true, nil
 }
 
-// Unlock releases every part, in reverse canonical order, even when some
-// fail; the error joins the parts' errors (each matching what that part's
+// Unlock releases every part, side by side, even when some fail; the error joins the parts' errors (each matching what that part's
 // Unlock returned: ErrNotHeld for a part that was lost, say). Without a
 // hold it returns an error matching ErrNotHeld. A part whose Unlock
 // failed with an unknown outcome (a network error) stays held by the
 // Multi: calling Unlock again repeats only that part's request, and so
 // does a Lock or TryLock before it takes anything.
 //
-// It is not cancelled by ctx: each part's release is sent, and its reply
-// awaited as that part's Unlock does (up to 5 s for relock's lock types),
-// even when ctx has ended, and each part's renewals stop when its release
-// is sent.
+// It is not cancelled by ctx: every part's release is sent at once, side
+// by side, and its reply awaited as that part's Unlock does (up to 5 s for
+// relock's lock types), even when ctx has ended; every part's renewals
+// stop when Unlock is called.
 func (m *Multi) Unlock(ctx context.Context) error {
 	if m.err != nil {
 		return fmt.Errorf("multilock: unlock: %w", m.err)
@@ -240,9 +241,21 @@ func (m *Multi) Unlock(ctx context.Context) error {
 	}
 	m.mu.Unlock()
 
+	// Side by side: every part's renewals stop now, and the Unlock takes
+	// as long as its slowest part, not their sum (Redis unreachable).
+	results := make([]error, len(order))
+	var wg sync.WaitGroup
+	for j, i := range order {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[j] = m.locks[i].Unlock(ctx)
+		}()
+	}
+	wg.Wait()
 	var errs []error
-	for _, i := range order {
-		err := m.locks[i].Unlock(ctx)
+	for j, i := range order {
+		err := results[j]
 		if err == nil {
 			continue
 		}

@@ -6,9 +6,11 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -18,6 +20,7 @@ import (
 	"github.com/relock-go/relock/mutex"
 	"github.com/relock-go/relock/reentrant"
 	"github.com/relock-go/relock/rwlock"
+	"github.com/relock-go/relock/semaphore"
 )
 
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
@@ -42,6 +45,8 @@ func handle(c *relock.Client, kind, name string) relock.Locker {
 		return reentrant.New(c, name)
 	case "fair":
 		return fair.New(c, name)
+	case "semaphore": // of 3 permits, all of them: free when none is held
+		return semaphore.New(c, name, 3).Locker(3)
 	}
 	return rwlock.New(c, name)
 }
@@ -147,13 +152,19 @@ func TestMultiLockOrder(t *testing.T) {
 		m := relock.MultiLock(rec(reentrant.New(c, name+".z")), rec(mutex.New(c, name+".y")),
 			rec(reentrant.New(c, name+".a")), rec(mutex.New(c, name+".b")))
 		require.NoError(t, m.Lock(ctx))
-		require.NoError(t, m.Unlock(ctx))
+		mu.Lock()
 		assert.Equal(t, []string{
 			"lock mutex:" + name + ".b", "lock mutex:" + name + ".y",
 			"lock reentrant:" + name + ".a", "lock reentrant:" + name + ".z",
+		}, calls, "acquired by kind then name")
+		calls = nil
+		mu.Unlock()
+		require.NoError(t, m.Unlock(ctx))
+		// Released side by side: in any order, each once.
+		assert.ElementsMatch(t, []string{
 			"unlock reentrant:" + name + ".z", "unlock reentrant:" + name + ".a",
 			"unlock mutex:" + name + ".y", "unlock mutex:" + name + ".b",
-		}, calls, "acquired by kind then name, released in reverse")
+		}, calls, "every part released once")
 	})
 }
 
@@ -359,6 +370,76 @@ func TestMultiLockUnlockEndedCtx(t *testing.T) {
 		}
 		assert.Empty(t, lockKeys(t, s, name), "keys left")
 	})
+}
+
+// TestMultiLockUnlockUnreachable: a Multi over two Redis deployments, one
+// of them unreachable (its commands stall until their ctx ends): Unlock
+// sends every part's release at once, so the reachable part is released
+// at once, not after the other part's release timeout (5 s; they used to
+// go one after another, the unreachable part's first), and Unlock
+// returns after one release timeout.
+func TestMultiLockUnlockUnreachable(t *testing.T) {
+	redistest.Parallel(t)
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := testCtx(t)
+		cut := &stall{}
+		far := s.Client(t)
+		redistest.AddHook(far, cut)
+		fc := relock.New(far)
+		t.Cleanup(func() { _ = fc.Close() })
+		near, _ := redistest.NewClient(t, s)
+		name := redistest.Name(t)
+		// Canonical order: mutex before rwlock; the old reverse order
+		// released the unreachable rwlock first.
+		healthy := mutex.New(near, name+".a")
+		m := relock.MultiLock(healthy, rwlock.New(fc, name+".z"))
+		require.NoError(t, m.Lock(ctx))
+
+		cut.on.Store(true)
+		at := time.Now()
+		done := redistest.Async(func() error { return m.Unlock(ctx) })
+		admin := s.Admin(t)
+		key := "relock:mutex:{" + name + ".a}"
+		require.Eventually(t, func() bool { return admin.Exists(ctx, key).Val() == 0 }, 2*time.Second, 5*time.Millisecond,
+			"the reachable part was not released while the other part's release stalled")
+		r := redistest.Await(t, done, 10*time.Second, "the Multi's Unlock")
+		cut.on.Store(false)
+		took := r.At.Sub(at)
+		t.Logf("Unlock returned after %v: %v", took.Round(time.Millisecond), r.Err)
+		require.Error(t, r.Err, "an Unlock that one Redis never saw")
+		assert.Less(t, took, 9*time.Second)
+		assert.False(t, healthy.Held())
+	})
+}
+
+// stall is a go-redis hook that, while on, holds every command until its
+// ctx ends, as an unreachable server does for a client with no timeout.
+type stall struct{ on atomic.Bool }
+
+func (s *stall) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (s *stall) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if s.on.Load() {
+			<-ctx.Done()
+			cmd.SetErr(ctx.Err())
+			return ctx.Err()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (s *stall) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if s.on.Load() {
+			<-ctx.Done()
+			for _, cmd := range cmds {
+				cmd.SetErr(ctx.Err())
+			}
+			return ctx.Err()
+		}
+		return next(ctx, cmds)
+	}
 }
 
 func TestMultiLockUnlockRetried(t *testing.T) {

@@ -3,6 +3,7 @@ package election_test
 import (
 	"testing"
 
+	"github.com/relock-go/relock/internal/locktest"
 	"github.com/relock-go/relock/internal/redistest"
 )
 
@@ -12,7 +13,8 @@ import (
 // once and handed over by a push (FIFO), candidates that give up
 // (CampaignCtxEnd), Proclaim, Leader and Observe's pushes and reads
 // (ObserveEveryChange), the watchdog's renewals (Renewal), Resume and
-// Extend, ForceResign and a loss found by the watchdog, and Run. RunACL
+// Extend, ForceResign and a loss found by the watchdog, and Run's owner check
+// (OwnerCheck). RunACL
 // fails the test if Redis refused the user anything on the way.
 func TestACL(t *testing.T) {
 	redistest.RunACL(t, func(t *testing.T) {
@@ -25,5 +27,6 @@ func TestACL(t *testing.T) {
 		t.Run("ForceResign", TestForceResign)
 		t.Run("ProclaimFindsLoss", TestProclaimFindsLoss)
 		t.Run("Do", TestDo)
+		t.Run("Run", func(t *testing.T) { locktest.OwnerCheck(t, kind) })
 	})
 }

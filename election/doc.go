@@ -22,10 +22,17 @@
 //     operator's ForceResign).
 //   - Terms: each new leadership takes the next value of a counter that
 //     Redis keeps without a TTL (like relock.WithFencing's), so terms
-//     strictly increase across handles, Clients, processes and Redis
-//     restarts with persistence. Give the term (Term, Leader.Term) to what
-//     the leader acts on, and have that refuse a lower one: that is what
-//     keeps out a former leader that does not know yet that it lost.
+//     strictly increase across handles, Clients and processes, and across
+//     Redis restarts that keep every write (appendonly yes, appendfsync
+//     always). Give the term (Term, Leader.Term) to what the leader acts
+//     on, and have that refuse a lower one: that is what keeps out a
+//     former leader that does not know yet that it lost. A restart or
+//     failover that loses the latest writes (RDB snapshots only,
+//     appendfsync everysec after a crash, a replica that lagged) sets the
+//     counter back to what was kept, and terms issued since are issued
+//     again: two leaderships may then share a term, one after the other.
+//     Where that matters, have the resource also compare the leader's
+//     Value (unique per candidate) for an equal term.
 //   - Candidates are served in the order they joined the queue at Redis.
 //     A live candidate is never dropped, however long it waits, while its
 //     heartbeats reach Redis; one whose process died is dropped within its

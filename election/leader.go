@@ -20,10 +20,12 @@ type Leader struct {
 	Value string
 	// Term is the leadership's fencing token: it strictly increases with
 	// every new leadership of the election's name (across handles,
-	// Clients and processes, and across Redis restarts with persistence),
-	// from a counter that Redis keeps without a TTL, as for
-	// relock.WithFencing. Hand it to whatever the leader acts on, and have
-	// that reject a term lower than one it has seen. 0 in a vacancy.
+	// Clients and processes, and across Redis restarts that keep every
+	// write: appendfsync always), from a counter that Redis keeps without
+	// a TTL, as for relock.WithFencing. Hand it to whatever the leader
+	// acts on, and have that reject a term lower than one it has seen.
+	// Redis that loses its latest writes issues terms again (see the
+	// package doc). 0 in a vacancy.
 	Term int64
 	// Rev counts the Proclaims that changed Value in this term: 0 for the
 	// Campaign's value, then 1, 2... In a vacancy, 0.

@@ -44,7 +44,8 @@ const Backlog = 1024
 // While Redis is unreachable nothing is reported; the observer tries again
 // every second and, once through, reports what it missed. When Redis lost
 // the election's data (a restart without persistence, a failover), terms
-// start again from 1: Term then goes down, which the receiver can detect.
+// start again from what was kept (from 1 when nothing was): Term then
+// goes down, or repeats, which the receiver can detect.
 func (e *Election) Observe(ctx context.Context) <-chan Leader {
 	out := make(chan Leader)
 	if e.h.Check() != nil {

@@ -45,8 +45,14 @@ func (c *collector) all() []election.Leader {
 // waitFor waits until the collector has n reports.
 func (c *collector) waitFor(t *testing.T, n int, within time.Duration) {
 	t.Helper()
-	require.Eventually(t, func() bool { return len(c.all()) >= n }, within, 2*time.Millisecond,
-		"the observer reported %d states, not %d: %s", len(c.all()), n, show(c.all()))
+	deadline := time.Now().Add(within)
+	for len(c.all()) < n {
+		if time.Now().After(deadline) {
+			got := c.all() // what it reported by the deadline, not at the start
+			require.Failf(t, "too few reports", "the observer reported %d states, not %d: %s", len(got), n, show(got))
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }
 
 // show writes reports as "V", "3:a", "3.1:a1" (term.rev:value).

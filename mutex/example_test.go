@@ -68,7 +68,9 @@ func Example_stock() {
 }
 
 // Lost fires when the lock is lost while held, e.g. because Redis deleted
-// it; protected work watches it and stops.
+// it; protected work stops then. HoldContext is the shortest way to watch
+// it: a context cancelled when Lost fires (or at Unlock), whose Cause is
+// the loss.
 func ExampleMutex_Lost() {
 	srv, _ := miniredis.Run()
 	defer srv.Close()
@@ -80,22 +82,15 @@ func ExampleMutex_Lost() {
 	if err := m.Lock(ctx); err != nil {
 		panic(err)
 	}
-	work, stop := context.WithCancel(ctx)
-	defer stop()
-	go func() {
-		select {
-		case <-m.Lost():
-			stop() // the lock is gone: abandon the protected work
-		case <-work.Done():
-		}
-	}()
+	work := m.HoldContext(ctx) // give it to the protected work
 
 	c.Close() // e.g. shutdown: holds are no longer renewed, so they are lost
 	<-work.Done()
+	<-m.Lost() // closed by then too
 	fmt.Println("work stopped:", context.Cause(work))
 	fmt.Println("unlock:", m.Unlock(ctx))
 	// Output:
-	// work stopped: context canceled
+	// work stopped: relock: lock not held: client closed
 	// unlock: mutex: unlock "report": relock: lock not held: client closed
 }
 

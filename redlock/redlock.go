@@ -84,6 +84,11 @@ type Mutex struct {
 // master's reply, is a tenth of the lease, within [100 ms, 1 s] and at
 // most a third of the lease. An Unlock waits longer for a majority to
 // confirm: up to half the lease, at most 5 s.
+//
+// relock.WithMetadata is kept beside the owner on each master, where a
+// mutex keeps it; a redlock has no Holders method and the relock command
+// (which reads one Redis) does not show redlocks, so nothing of relock
+// reads it back yet.
 func New(clients []*relock.Client, name string, opts ...relock.LockOption) *Mutex {
 	m := &Mutex{name: name, keys: core.NewKeys(Kind, name), quorum: len(clients)/2 + 1}
 	m.kkeys = []string{m.keys.Lock} // the scripts build the lock's other keys (see scripts.deriving)

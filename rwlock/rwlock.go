@@ -304,7 +304,10 @@ func (l *RWMutex) Fingerprint() string { return core.Fingerprint(l.h.Token) }
 
 // RLocker returns a relock.Locker whose Lock, TryLock and Unlock are this
 // handle's RLock, TryRLock and RUnlock (as sync.RWMutex.RLocker does), for
-// relock.Do and relock.MultiLock. Its other methods are the handle's own.
+// relock.Do and relock.MultiLock; its LockFor and TryLockFor (which
+// MultiLock's LockFor uses) are RLockFor and TryRLockFor. Its other
+// methods (Lost, LostErr, Extend, HoldContext, Token, Fingerprint...) are
+// the handle's own.
 func (l *RWMutex) RLocker() relock.Locker { return rlocker{l} }
 
 // rlocker is the read side of an RWMutex as a relock.Locker.
@@ -321,6 +324,14 @@ func (r rlocker) Extend(ctx context.Context, d time.Duration) error {
 	return r.l.Extend(ctx, d)
 }
 func (r rlocker) HoldContext(ctx context.Context) context.Context { return r.l.HoldContext(ctx) }
+func (r rlocker) LockFor(ctx context.Context, lease time.Duration) error {
+	return r.l.RLockFor(ctx, lease)
+}
+func (r rlocker) TryLockFor(ctx context.Context, lease time.Duration) (bool, error) {
+	return r.l.TryRLockFor(ctx, lease)
+}
+func (r rlocker) Token() string       { return r.l.Token() }
+func (r rlocker) Fingerprint() string { return r.l.Fingerprint() }
 
 // LostErr returns why the handle's most recent holds were lost (see
 // mutex.Mutex.LostErr), or nil if they were not lost.

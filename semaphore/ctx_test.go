@@ -1,10 +1,17 @@
 package semaphore_test
 
 import (
+	"context"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relock-go/relock"
 	"github.com/relock-go/relock/internal/locktest"
 	"github.com/relock-go/relock/internal/redistest"
+	"github.com/relock-go/relock/semaphore"
 )
 
 func TestReleaseEndedCtx(t *testing.T) {
@@ -76,3 +83,28 @@ func TestDo(t *testing.T) { locktest.Do(t, sem1) }
 func TestExtendStalled(t *testing.T) { locktest.ExtendStalled(t, sem1) }
 
 func TestOutOfMemory(t *testing.T) { locktest.OutOfMemory(t, sem1) }
+
+// TestPartialReleaseEndedCtx: a release of some of the handle's permits
+// whose ctx has ended is still sent: the permit comes back at once, the
+// others stay held and renewed.
+func TestPartialReleaseEndedCtx(t *testing.T) {
+	redistest.Parallel(t)
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := testCtx(t)
+		c, _ := newClient(t, s, relock.WithWatchdogTimeout(time.Second))
+		name := redistest.Name(t)
+		h, other := semaphore.New(c, name, 3), semaphore.New(c, name, 3)
+		require.NoError(t, h.Acquire(ctx, 3))
+		ended, cancel := context.WithCancel(ctx)
+		cancel()
+		require.NoError(t, h.Release(ended, 1), "a partial release with an ended ctx")
+		assert.Equal(t, 2, h.Held())
+		assert.True(t, try(t, other, 1), "the released permit did not come back")
+		assert.False(t, try(t, h, 1), "a permit too many")
+		time.Sleep(1500 * time.Millisecond) // past a lease: the watchdog renews the two kept
+		assert.NoError(t, h.LostErr(), "the kept permits were lost after a partial release with an ended ctx")
+		require.NoError(t, h.Release(ended, 2))
+		require.NoError(t, other.Release(ctx, 1))
+		assert.Empty(t, semKeys(t, s, name))
+	})
+}

@@ -332,8 +332,9 @@ func (s *Semaphore) Fingerprint() string { return core.Fingerprint(s.h.Token) }
 
 // Locker returns a relock.Locker that acquires and releases n permits of
 // this handle: its Lock is Acquire(ctx, n), TryLock TryAcquire(ctx, n),
-// Unlock Release(ctx, n), for relock.Do and relock.MultiLock; its other
-// methods are the handle's own. n must lie in [1, capacity]: otherwise
+// Unlock Release(ctx, n), LockFor AcquireFor(ctx, n, lease) and TryLockFor
+// TryAcquireFor(ctx, n, lease), for relock.Do and relock.MultiLock; its
+// other methods are the handle's own. n must lie in [1, capacity]: otherwise
 // every call returns an error matching relock.ErrInvalidOption.
 func (s *Semaphore) Locker(n int) relock.Locker { return permits{s, n} }
 
@@ -354,6 +355,14 @@ func (p permits) Extend(ctx context.Context, d time.Duration) error {
 	return p.s.Extend(ctx, d)
 }
 func (p permits) HoldContext(ctx context.Context) context.Context { return p.s.HoldContext(ctx) }
+func (p permits) LockFor(ctx context.Context, lease time.Duration) error {
+	return p.s.AcquireFor(ctx, p.n, lease)
+}
+func (p permits) TryLockFor(ctx context.Context, lease time.Duration) (bool, error) {
+	return p.s.TryAcquireFor(ctx, p.n, lease)
+}
+func (p permits) Token() string       { return p.s.Token() }
+func (p permits) Fingerprint() string { return p.s.Fingerprint() }
 
 // Permits returns the capacity the handle was made with.
 func (s *Semaphore) Permits() int { return s.p.permits }

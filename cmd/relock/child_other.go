@@ -19,6 +19,7 @@ func prepareChild(*exec.Cmd) error {
 }
 
 func signalGroup(int, os.Signal)       {}
+func groupAlive(int) bool              { return false }
 func jobControl(os.Signal, int) bool   { return false }
 func signalNumber(os.Signal) int       { return 2 }
 func signalName(s os.Signal) string    { return s.String() }

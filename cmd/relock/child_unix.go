@@ -37,6 +37,10 @@ func signalGroup(pid int, sig os.Signal) {
 	}
 }
 
+// groupAlive reports whether the process group pid has a process left
+// (one that has exited but not been reaped yet counts too).
+func groupAlive(pid int) bool { return syscall.Kill(-pid, 0) == nil }
+
 // jobControl handles sig if it is SIGTSTP or SIGCONT, and reports whether
 // it was. On SIGTSTP (^Z), it stops the child's process group (pid, unless
 // 0) and then relock run itself, as SIGTSTP stops one process: a child

@@ -105,7 +105,9 @@
 // A lost hold: when the hold is lost (no renewal reached Redis before the
 // lease ran out; the lock was deleted, or force-unlocked, which is noticed
 // at the next renewal, within a third of -lease), COMMAND's process group
-// gets SIGTERM, then SIGKILL -grace later, and run exits with 124. By then
+// gets SIGTERM, then SIGKILL -grace later (also when COMMAND exited on
+// SIGTERM and left processes of its group running), and run exits with
+// 124 once the group is gone. By then
 // the next holder may have the lock already (the key expired, or was
 // deleted and a waiter woken), so a COMMAND that outlives its hold runs
 // beside the next holder's until it exits: -grace bounds the part of that

@@ -172,8 +172,10 @@ func execFailed(err error) error {
 
 // supervise waits for the child to exit. It passes the signals that
 // relock run receives on to the child's process group, and when the hold
-// ends (it is lost) sends it SIGTERM, then SIGKILL after -grace. It
-// returns why the hold was lost, or nil.
+// ends (it is lost) sends it SIGTERM, then SIGKILL after -grace: to the
+// whole group, so it waits, after a child that exited on SIGTERM, until
+// the rest of its group has exited too, or got SIGKILL. It returns why the
+// hold was lost, or nil.
 func supervise(e *env, cmd *exec.Cmd, hold context.Context, sigs <-chan os.Signal, l *runLock) (lost error) {
 	exited := make(chan struct{})
 	go func() {
@@ -182,11 +184,24 @@ func supervise(e *env, cmd *exec.Cmd, hold context.Context, sigs <-chan os.Signa
 	}()
 	pid := cmd.Process.Pid
 	holdDone := hold.Done()
-	var kill <-chan time.Time
+	var kill, poll <-chan time.Time
 	for {
 		select {
 		case <-exited:
-			return lost
+			if kill == nil || !groupAlive(pid) {
+				return lost
+			}
+			// COMMAND exited on SIGTERM after the hold was lost, and left
+			// processes of its group running, without the lock: they get
+			// SIGKILL at -grace too, unless they exit first.
+			exited = nil
+			tick := time.NewTicker(50 * time.Millisecond)
+			defer tick.Stop()
+			poll = tick.C
+		case <-poll:
+			if !groupAlive(pid) {
+				return lost
+			}
 		case s := <-sigs:
 			if !jobControl(s, pid) {
 				signalGroup(pid, s)
@@ -202,6 +217,9 @@ func supervise(e *env, cmd *exec.Cmd, hold context.Context, sigs <-chan os.Signa
 		case <-kill:
 			kill = nil
 			signalGroup(pid, syscall.SIGKILL)
+			if exited == nil {
+				return lost
+			}
 		}
 	}
 }

@@ -577,6 +577,28 @@ func TestRunLost(t *testing.T) {
 			assert.Contains(t, r.stderr, "relock: run: COMMAND was killed by SIGKILL after the hold was lost\n")
 			assert.NotContains(t, r.stderr, tok)
 		})
+		t.Run("SIGKILL of what the child leaves", func(t *testing.T) {
+			// The child exits on SIGTERM; the grandchild it started
+			// ignores SIGTERM, and would run on without the lock: it gets
+			// SIGKILL at -grace, and run exits then.
+			const grace = time.Second
+			name := redistest.Name(t)
+			file := filepath.Join(t.TempDir(), "signals")
+			note(file+".go", "go") // the child exits on the signal
+			p := startRelock(t, nil, nil, append([]string{"-redis", redisURL(s), "run", "-lease", lease.String(), "-grace", grace.String(), name, "--"},
+				childArgs(t, "signals", file, "spawn")...)...)
+			_, gpid := readyPID(t, file), readyPID(t, file+".g")
+			require.NoError(t, s.Admin(t).Del(context.Background(), core.NewKeys("mutex", name).Lock).Err())
+			hasLine(t, file+".g", "SIGTERM")
+			term := time.Now()
+			r := p.wait(t, 10*time.Second)
+			took := time.Since(term)
+			assert.Equal(t, exitLost, r.code)
+			assert.True(t, gone(gpid), "the grandchild runs on after relock run exited")
+			assert.Greater(t, took, grace/2, "run exited before -grace, with the grandchild left")
+			assert.Less(t, took, grace+3*time.Second)
+			assert.Contains(t, r.stderr, "relock: run: COMMAND exited with status 7 after the hold was lost\n")
+		})
 		t.Run("at release", func(t *testing.T) {
 			// Deleted and the child done before a renewal (every 10s with
 			// the default lease) could notice: the release finds it.

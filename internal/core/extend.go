@@ -31,7 +31,9 @@ import (
 // absolutely, so a copy that runs twice (go-redis's resend after a lost
 // reply) leaves the same lease. When the reply is lost, the error says so
 // and the local deadline is the earlier of the old one and the new lease:
-// Redis may or may not have applied it.
+// Redis may or may not have applied it. When the reply comes after the
+// hold's local deadline (the hold was declared lost meanwhile), the error
+// is the loss, and what Redis extended is given back.
 func (h *Holder) Extend(ctx context.Context, op string, d time.Duration) error {
 	if err := h.Check(); err != nil {
 		return h.errorf(op, err)
@@ -90,8 +92,36 @@ func (h *Holder) Extend(ctx context.Context, op string, d time.Duration) error {
 	}
 	h.lease = lease
 	if h.E.WD.Extend(h.hold, start, lease) {
+		h.giveBackLocked(ctx)
 		h.lostLocked(lockerr.ClosedLoss)
 		return h.errorf(op, lockerr.ClosedLoss)
 	}
+	if err := h.E.WD.Err(h.hold); err != nil {
+		// The watchdog declared the hold lost (its local deadline passed)
+		// while this Extend was in flight, and Redis applied it: the lock
+		// has d left there, and a handle that reported the loss never
+		// releases it (its owed Unlock sends nothing).
+		h.giveBackLocked(ctx)
+		h.markLostLocked(err)
+		return h.errorf(op, err)
+	}
 	return nil
+}
+
+// giveBackLocked deletes at Redis what this owner holds there, for a hold
+// the handle has declared lost although Redis may still keep it as the
+// owner's (an Extend applied after the local deadline passed): the abort
+// of an acquire made from no holds, which drops every hold of the owner
+// and passes the lock on, detached from ctx (see Detach). If it fails, the
+// hold ends with its lease at Redis.
+func (h *Holder) giveBackLocked(ctx context.Context) {
+	class := Units
+	if h.held[Write] > 0 {
+		class = Write
+	}
+	r := &Request{ID: h.NextRequest(), Class: class, N: h.held[class], Lease: h.lease}
+	cctx, cancel := Detach(ctx)
+	defer cancel()
+	h.sent++
+	_ = h.proto.Abort(cctx, r)
 }

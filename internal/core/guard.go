@@ -113,7 +113,7 @@ func (g *Guarded) script(kind string) *redis.Script {
 // matches lockerr.InvalidOption and nothing is sent. Like every script,
 // go-redis may send it again after a reply that timed out.
 func (h *Holder) RunGuarded(ctx context.Context, op string, g *Guarded, keys []string, args ...any) *redis.Cmd {
-	cmd := redis.NewCmd(ctx)
+	cmd := redis.NewCmd(ctx) // no arguments: see the end
 	fail := func(err error) *redis.Cmd {
 		cmd.SetErr(h.errorf(op, err))
 		return cmd
@@ -170,7 +170,11 @@ func (h *Holder) RunGuarded(ctx context.Context, op string, g *Guarded, keys []s
 		h.loseLocked(cause)
 		return fail(cause)
 	}
-	return res
+	// The caller gets the reply and error in a command of its own: res's
+	// arguments hold the owner token, which its String would print.
+	cmd.SetVal(res.Val())
+	cmd.SetErr(res.Err())
+	return cmd
 }
 
 func isNotHeldReply(err error) bool {

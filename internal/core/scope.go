@@ -10,30 +10,54 @@ import (
 // contexts' cause is why) or released (cause context.Canceled), and the
 // contexts made after that are born cancelled. No goroutine is involved:
 // ending the scope cancels its contexts, and a context made from a
-// standard parent is cancelled with its parent by the context package.
+// standard parent is cancelled with its parent by the context package
+// (which then runs, briefly, the function that forgets it).
 // Its methods are safe for concurrent use.
 type Scope struct {
 	mu      sync.Mutex
-	cause   error // nil while the hold lasts
-	cancels []context.CancelCauseFunc
+	cause   error                // nil while the hold lasts
+	cancels map[*scoped]struct{} // the contexts not ended yet
 }
+
+// scoped is one context of a Scope, by its cancel function.
+type scoped struct{ cancel context.CancelCauseFunc }
 
 // NewScope returns the scope of a new hold.
 func NewScope() *Scope { return &Scope{} }
 
 // Context returns a context derived from parent that is cancelled when
 // the scope ends, with its cause; or, if it has ended, one cancelled
-// already with that cause.
+// already with that cause. The scope forgets the context once it is done
+// (its parent ended, say), so that a long hold that makes one per request
+// does not keep them all; one made from a parent that never ends is kept
+// until the scope ends.
 func (s *Scope) Context(parent context.Context) context.Context {
 	ctx, cancel := context.WithCancelCause(parent)
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.cause != nil {
+		s.mu.Unlock()
 		cancel(s.cause)
 		return ctx
 	}
-	s.cancels = append(s.cancels, cancel)
+	e := &scoped{cancel: cancel}
+	if s.cancels == nil {
+		s.cancels = make(map[*scoped]struct{})
+	}
+	s.cancels[e] = struct{}{}
+	s.mu.Unlock()
+	context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		delete(s.cancels, e)
+		s.mu.Unlock()
+	})
 	return ctx
+}
+
+// live is how many of the scope's contexts are not done yet.
+func (s *Scope) live() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.cancels)
 }
 
 // End ends the scope with cause (the first cause given wins) and cancels
@@ -52,8 +76,8 @@ func (s *Scope) End(cause error) bool {
 	cancels := s.cancels
 	s.cancels = nil
 	s.mu.Unlock()
-	for _, c := range cancels {
-		c(cause)
+	for e := range cancels {
+		e.cancel(cause)
 	}
 	return true
 }

@@ -33,6 +33,34 @@ func ACL(t *testing.T, k Kind) {
 		redistest.Subtest(t, "Events", func(t *testing.T) { Events(t, k) })
 		redistest.Subtest(t, "Extend", func(t *testing.T) { Extend(t, k) })
 		redistest.Subtest(t, "Resume", func(t *testing.T) { Resume(t, k) })
+		redistest.Subtest(t, "Metadata", func(t *testing.T) { Metadata(t, k) })
+		if k.Mode != "read" {
+			redistest.Subtest(t, "OwnerCheck", func(t *testing.T) { OwnerCheck(t, k) })
+		}
+	})
+}
+
+// OwnerCheck: the owner check of a guarded write (Run) runs with the
+// rights of the documented ACL rules (its script touches no key of its
+// own, which the user's rules would have to allow): it lets the holder's
+// script run, and refuses a stale holder's.
+func OwnerCheck(t *testing.T, k Kind) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := testCtx(t)
+		c, _ := redistest.NewClient(t, s)
+		name := redistest.Name(t)
+		ok := relock.NewScript(`return 'ok'`)
+		a, b := k.New(c, name), k.waiter(c, name)
+		require.NoError(t, a.Lock(ctx))
+		got, err := a.Run(ctx, ok, nil).Text()
+		require.NoError(t, err, "the holder's guarded script")
+		assert.Equal(t, "ok", got)
+		deleteLock(t, s, name)
+		require.NoError(t, b.Lock(ctx))
+		err = a.Run(ctx, ok, nil).Err()
+		assert.ErrorIs(t, err, relock.ErrLockGone, "a stale holder's guarded script")
+		assert.ErrorIs(t, a.Unlock(ctx), relock.ErrNotHeld)
+		require.NoError(t, b.Unlock(ctx))
 	})
 }
 

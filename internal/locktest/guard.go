@@ -1,6 +1,7 @@
 package locktest
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -46,6 +47,9 @@ return redis.call('DECRBY', KEYS[1], ARGV[1])`)
 		mine, err := a.Run(ctx, relock.NewScript(`return {#KEYS, #ARGV, ARGV[1]}`), []string{stock}, "x").Slice()
 		require.NoError(t, err)
 		assert.Equal(t, []any{int64(1), int64(1), "x"}, mine, "the script sees its own KEYS and ARGV only")
+		cmd := a.Run(ctx, take, []string{stock}, 0)
+		require.NoError(t, cmd.Err())
+		assert.NotContains(t, cmd.String()+fmt.Sprint(cmd.Args()), a.Token(), "the owner token in Run's command")
 		err = a.Run(ctx, relock.NewScript(`return redis.error_reply('MYERR oops')`), nil).Err()
 		assert.ErrorContains(t, err, "MYERR oops", "the script's own error")
 		assert.NotErrorIs(t, err, relock.ErrNotHeld)

@@ -257,7 +257,7 @@ func Do(t *testing.T, k Kind) {
 func Extend(t *testing.T, k Kind) {
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
-		c, _ := redistest.NewClient(t, s, relock.WithWatchdogTimeout(600*time.Millisecond))
+		c, rdb := redistest.NewClient(t, s, relock.WithWatchdogTimeout(600*time.Millisecond))
 		admin := s.Admin(t)
 		name := redistest.Name(t)
 		pttl := func() time.Duration { return admin.PTTL(ctx, k.Key(name)).Val() }
@@ -307,14 +307,38 @@ func Extend(t *testing.T, k Kind) {
 		assert.ErrorIs(t, err, relock.ErrLockGone)
 		assert.Zero(t, admin.Exists(ctx, k.Key(name)).Val(), "Extend recreated the lock")
 		assert.ErrorIs(t, h.Unlock(ctx), relock.ErrNotHeld)
-		// The other owner's hold has a fixed lease: nothing of its own
-		// renews it (its watchdog did, between the two reads).
+		// A stale holder whose lock another owner took before it could
+		// know: its Extend reaches Redis, which refuses it and leaves the
+		// other owner's TTL as it was. The other owner's hold has a fixed
+		// lease: nothing of its own renews it between the two reads.
+		g := k.New(c, name, relock.WithLease(2*time.Second))
+		require.NoError(t, g.Lock(ctx))
+		deleteLock(t, s, name)
 		fixed := k.waiter(c, name, relock.WithLease(time.Minute))
 		require.NoError(t, fixed.Lock(ctx))
 		before := pttl()
-		assert.ErrorIs(t, h.Extend(ctx, time.Hour), relock.ErrNotHeld)
+		err = g.Extend(ctx, time.Hour)
+		assert.ErrorIs(t, err, relock.ErrNotHeld, "Extend by a stale holder")
+		assert.ErrorIs(t, err, relock.ErrLockGone, "Redis refused the stale holder's Extend")
 		assert.LessOrEqual(t, pttl(), before, "another owner's TTL was extended")
+		assert.ErrorIs(t, g.Unlock(ctx), relock.ErrNotHeld)
 		require.NoError(t, fixed.Unlock(ctx))
+
+		// An Extend that Redis applies, whose reply comes after the hold's
+		// local deadline passed (the watchdog declared it lost meanwhile):
+		// it reports the loss, and gives back what it extended (the lock
+		// stayed for the new lease: a lost hold's Unlock sends nothing).
+		late := &lateReply{}
+		redistest.AddHook(rdb, late)
+		p := k.New(c, name, relock.WithLease(300*time.Millisecond))
+		require.NoError(t, p.Lock(ctx))
+		late.hold(p.Lost())
+		err = p.Extend(ctx, time.Hour)
+		late.hold(nil)
+		assert.ErrorIs(t, err, relock.ErrNotHeld, "an Extend confirmed after the hold was declared lost")
+		assert.ErrorIs(t, err, relock.ErrLeaseExpired)
+		assert.Zero(t, admin.Exists(ctx, k.Key(name)).Val(), "the lock an Extend of a lost hold extended is left")
+		assert.ErrorIs(t, p.Unlock(ctx), relock.ErrNotHeld)
 
 		// A hold the watchdog renews: at least d from now on.
 		w := k.New(c, name)

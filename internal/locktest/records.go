@@ -23,7 +23,10 @@ import (
 func RecordsSwept(t *testing.T, k Kind) {
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
-		c := relock.New(s.Client(t))
+		rdb := s.Client(t)
+		sweeps := &redistest.Counter{}
+		redistest.AddHook(rdb, sweeps)
+		c := relock.New(rdb)
 		defer c.Close()
 		name := redistest.Name(t)
 		// left returns the test's keys but those k keeps. It runs in the
@@ -49,7 +52,12 @@ func RecordsSwept(t *testing.T, k Kind) {
 		h := k.New(c, name)
 		require.NoError(t, h.Lock(ctx))
 		require.NoError(t, h.Unlock(ctx))
-		assert.True(t, hasRecord(left()), "no request record right after the release: %v", left())
+		if keys := left(); !hasRecord(keys) {
+			// Unless the Client swept it already: the sweep comes 100 ms
+			// after the release, sooner than a loaded machine may run
+			// this goroutine again.
+			assert.Positive(t, sweeps.Sweeps(), "no request record right after the release, and none swept: %v", keys)
+		}
 		require.Eventually(t, func() bool { return len(left()) == 0 }, 5*time.Second, 20*time.Millisecond,
 			"keys left after an uncontended cycle: %v", left())
 

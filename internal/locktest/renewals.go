@@ -1,9 +1,12 @@
 package locktest
 
 import (
+	"context"
 	"crypto/sha1"
 	"encoding/hex"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -45,4 +48,42 @@ func anyRenewal(cmds []redis.Cmder) bool {
 		}
 	}
 	return false
+}
+
+// lateReply is a go-redis hook that, while armed (hold), keeps the reply
+// of a renewal command (an Extend's) from its caller until a channel is
+// closed (a hold's Lost, say), at most 5 s: Redis has applied it, and its
+// sender learns it late.
+type lateReply struct {
+	mu    sync.Mutex
+	until <-chan struct{}
+}
+
+// hold arms the hook until ch is closed; nil disarms it.
+func (l *lateReply) hold(ch <-chan struct{}) {
+	l.mu.Lock()
+	l.until = ch
+	l.mu.Unlock()
+}
+
+func (l *lateReply) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (l *lateReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		l.mu.Lock()
+		until := l.until
+		l.mu.Unlock()
+		if until != nil && renewal(cmd) {
+			select {
+			case <-until:
+			case <-time.After(5 * time.Second):
+			}
+		}
+		return err
+	}
+}
+
+func (l *lateReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

@@ -64,7 +64,9 @@ func NoTokens(t *testing.T, k Kind) {
 		ctx := testCtx(t)
 		rec := &recorder{}
 		logger := slog.New(slog.NewTextHandler(rec, &slog.HandlerOptions{Level: slog.LevelDebug}))
-		opts := []relock.Option{relock.WithWatchdogTimeout(300 * time.Millisecond),
+		// Renewals every 333 ms: a lease of 300 ms was lost on a loaded
+		// machine, and the waiter below got the lock.
+		opts := []relock.Option{relock.WithWatchdogTimeout(time.Second),
 			relock.WithObserver(rec.observe), relock.WithLogger(logger)}
 		c, _ := redistest.NewClient(t, s, opts...)
 		name := redistest.Name(t)

@@ -110,3 +110,37 @@ func WaitExpiryMidScript(t *testing.T, k Kind) {
 		require.NoError(t, waiter.Unlock(ctx))
 	}
 }
+
+// WaitLastMillisecond: a waiter refused by a holder in its last
+// millisecond (PTTL 0) tries again about a millisecond later, not after
+// the one-second cap on a wait of unknown length (the scripts once
+// reported 0 then, which the wait took for "unknown"). Deterministic, on a
+// miniredis of its own whose TTLs stand still until the test moves them:
+// the holder's key stays in its last millisecond until FastForward ends
+// it. For the lock types whose refusal reports the lock key's PTTL (mutex,
+// reentrant, fair); an rwlock's and a semaphore's report their owners'
+// expiries by the server's clock, through the same core.WaitFor, which
+// WaitBoundedByLease covers.
+func WaitLastMillisecond(t *testing.T, k Kind) {
+	m := miniredis.RunT(t)
+	m.ClockTTL(false)
+	s := &redistest.Server{Addr: m.Addr(), Mini: m}
+	ctx := testCtx(t)
+	hc, _ := redistest.NewClient(t, s)
+	wc, _ := redistest.NewClient(t, s)
+	name := redistest.Name(t)
+	holder, waiter := k.New(hc, name, relock.WithLease(time.Hour)), k.waiter(wc, name)
+	require.NoError(t, holder.Lock(ctx))
+	m.SetTTL(k.Key(name), 500*time.Microsecond)
+	got := redistest.Async(func() error { return waiter.Lock(ctx) })
+	time.Sleep(200 * time.Millisecond) // refused (PTTL 0), and waiting
+	require.True(t, m.Exists(k.Key(name)), "the holder's key")
+	m.FastForward(time.Millisecond)
+	expired := time.Now()
+	r := redistest.Await(t, got, 3*time.Second, "the waiter's Lock")
+	require.NoError(t, r.Err)
+	waited := r.At.Sub(expired)
+	t.Logf("the waiter had the lock %v after the holder's key expired", waited)
+	assert.Less(t, waited, 500*time.Millisecond, "a waiter waited out the cap on a holder in its last millisecond")
+	require.NoError(t, waiter.Unlock(ctx))
+}

@@ -19,7 +19,7 @@
 -- answers as the first.
 --
 -- A former holder that is also waiting for more permits is not granted
--- them: its queue entry is dropped, so that its next attempt finds its
+-- them: its queue entries are dropped, so that its next attempt finds its
 -- permits gone and reports them lost (a grant would merge with the count
 -- it believes it still holds, and it would never learn of the loss).
 local key, rk, ok, ttl = KEYS[1], KEYS[2], KEYS[3], ARGV[3]
@@ -45,6 +45,12 @@ for _, tok in ipairs(redis.call('ZRANGE', ok, 0, -1)) do
   former[tok] = true
 end
 local deleted = redis.call('DEL', key, ok)
+-- Every queue entry of a former holder goes, not only those sem_admit
+-- meets before a waiter that does not fit: a later release would grant
+-- one behind it. The whole queue, once: an operator's call.
+for _, e in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
+  if former[q_parse(e)] then q_remove(KEYS[4], KEYS[5], e) end
+end
 sem_admit(key, ok, KEYS[4], KEYS[5], ARGV[2], cap, now, false, former)
 sem_fit(key, ok, now)
 if deleted > 0 then return force_done(rk, 1, ttl) end

@@ -663,19 +663,36 @@ func (r *refusal) pending() (time.Duration, bool) {
 // a move; only the round's first failure is reported (onRoundFailed).
 func (w *Watchdog) resendRefused() {
 	r := &w.refused
-	latest := time.Now()
+	now := time.Now()
+	latest := now
+	// Only the holds still renewed: one released meanwhile (Remove, or
+	// Lapse after an unconfirmed release) gets no renewal after its
+	// release was called, and one past its deadline is lost already.
+	var batches [][]*Hold
 	w.mu.Lock()
 	for _, b := range r.batches {
+		var still []*Hold
 		for _, h := range b {
+			if !h.active || h.lapsed || !(h.renew || h.claim) || !now.Before(h.deadline) {
+				continue
+			}
+			still = append(still, h)
 			if h.deadline.After(latest) {
 				latest = h.deadline
 			}
 		}
+		if len(still) > 0 {
+			batches = append(batches, still)
+		}
 	}
 	w.mu.Unlock()
+	if len(batches) == 0 {
+		r.batches = r.batches[:0]
+		return
+	}
 	ctx, cancel := context.WithTimeout(w.ctx, max(w.period, time.Second, time.Until(latest)))
 	defer cancel()
-	batches, cmds := r.batches, make([]*redis.Cmd, len(r.batches))
+	cmds := make([]*redis.Cmd, len(batches))
 	sent := time.Now()
 	w.send(ctx, w.rdb, batches, cmds)
 	w.apply(sent, batches, cmds, nil, false)

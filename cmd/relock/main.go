@@ -27,7 +27,9 @@
 // token. Lock types: mutex, reentrant, fair, rwlock, semaphore (with its
 // permits: used and capacity), latch and election (its leader, term and
 // queued candidates, each with its value, which -json calls metadata, and
-// its term "fence"); one name may have a lock of each type. A lock's state
+// its term "fence"); one name may have a lock of each type. A redlock
+// (package redlock), which lives on several independent masters, is not
+// among them: the command reads one Redis deployment. A lock's state
 // is "held" or "free" (an election with or without a leader), an rwlock's
 // "read" or "write", and a latch's, which nobody holds, its count ("count
 // 2"; "open" at zero). A fair lock whose hash is gone while waiters are still queued

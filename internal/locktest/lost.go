@@ -140,7 +140,9 @@ func FenceAfterLocalLoss(t *testing.T, k Kind) {
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		hook := &loseRenewals{}
-		c, rdb := redistest.NewClient(t, s, relock.WithWatchdogTimeout(300*time.Millisecond))
+		// Renewals every 333 ms: the new hold's lease of 300 ms lapsed
+		// before its Unlock on a loaded machine.
+		c, rdb := redistest.NewClient(t, s, relock.WithWatchdogTimeout(time.Second))
 		redistest.AddHook(rdb, hook)
 		h := k.New(c, redistest.Name(t), relock.WithFencing())
 		require.NoError(t, h.Lock(ctx))

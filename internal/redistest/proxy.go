@@ -2,7 +2,6 @@ package redistest
 
 import (
 	"bytes"
-	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -16,13 +15,14 @@ import (
 type Proxy struct {
 	Addr string
 
-	l     net.Listener
-	black atomic.Bool
-	drop  atomic.Pointer[[]byte] // server-to-client data containing it is dropped
-	hold  atomic.Pointer[holdback]
-	wg    sync.WaitGroup
-	mu    sync.Mutex
-	conns []net.Conn
+	l      net.Listener
+	black  atomic.Bool
+	drop   atomic.Pointer[[]byte] // server-to-client data containing it is dropped
+	hold   atomic.Pointer[holdback]
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	conns  []net.Conn
+	closed bool
 }
 
 // NewProxy starts a proxy to addr, closed at the end of t.
@@ -84,16 +84,31 @@ func (p *Proxy) accept(addr string) {
 			continue
 		}
 		p.mu.Lock()
+		if p.closed {
+			// Accepted while close ran: close has closed the conns it
+			// knew of already.
+			p.mu.Unlock()
+			_ = down.Close()
+			_ = up.Close()
+			return
+		}
 		p.conns = append(p.conns, down, up)
-		p.mu.Unlock()
 		p.wg.Add(2)
+		p.mu.Unlock()
 		go p.pipe(up, down, false)
 		go p.pipe(down, up, true)
 	}
 }
 
-func (p *Proxy) pipe(dst io.Writer, src io.Reader, fromServer bool) {
+// pipe copies src to dst until either fails; then it closes both, so that
+// the pipe of the other direction ends too (a client that hung up leaves
+// the server's side idle, not closed).
+func (p *Proxy) pipe(dst, src net.Conn, fromServer bool) {
 	defer p.wg.Done()
+	defer func() {
+		_ = src.Close()
+		_ = dst.Close()
+	}()
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
@@ -125,6 +140,7 @@ func (p *Proxy) close() {
 	}
 	_ = p.l.Close()
 	p.mu.Lock()
+	p.closed = true
 	for _, c := range p.conns {
 		_ = c.Close()
 	}

@@ -144,7 +144,9 @@
 // stopped); 126 when COMMAND is not executable and 127 when it is not found
 // (as in sh); 128+N when signal N ended the wait; 1 when run failed
 // otherwise (Redis unreachable, a semaphore of another capacity); 2 for a
-// usage error. run needs a Unix system.
+// usage error. A COMMAND that itself exits with one of these codes is told
+// apart only by run's message on stderr (run writes one whenever the code
+// is its own). run needs a Unix system.
 //
 // # Exit status
 //

@@ -29,9 +29,11 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/hex"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -328,7 +330,7 @@ func freePort() (int, error) {
 
 // waitReady waits until the server at addr answers PING (over TLS with
 // tlsCfg, if not nil).
-func waitReady(addr string, tlsCfg *tls.Config) error {
+func waitReady(addr string, tlsCfg *tls.Config, pid int) error {
 	o := &redis.Options{Addr: addr, MaxRetries: -1}
 	if tlsCfg != nil {
 		o.TLSConfig = tlsCfg.Clone()
@@ -337,8 +339,14 @@ func waitReady(addr string, tlsCfg *tls.Config) error {
 	defer c.Close()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		err := c.Ping(context.Background()).Err()
+		info, err := c.Info(context.Background(), "server").Result()
 		if err == nil {
+			// Another process's server may have taken the port between
+			// freePort and this one's bind (the test binaries start theirs
+			// side by side): it answers too, and is not ours.
+			if !strings.Contains(info, "\r\nprocess_id:"+strconv.Itoa(pid)+"\r\n") {
+				return fmt.Errorf("%s is another process's server (ours, pid %d, could not bind it)", addr, pid)
+			}
 			return nil
 		}
 		if time.Now().After(deadline) {

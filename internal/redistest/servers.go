@@ -57,7 +57,7 @@ func launchOn(dir string, tlsCfg *tls.Config, listen func(port int) []string, ar
 			return nil, "", err
 		}
 		addr := "127.0.0.1:" + strconv.Itoa(port)
-		if lastErr = waitReady(addr, tlsCfg); lastErr == nil {
+		if lastErr = waitReady(addr, tlsCfg, cmd.Process.Pid); lastErr == nil {
 			return cmd, addr, nil
 		}
 		stop(cmd)

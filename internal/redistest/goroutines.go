@@ -25,7 +25,7 @@ func CheckGoroutinesOf(t testing.TB, what string, match func(stack string) bool)
 	t.Helper()
 	Exclusive(t, "it counts the goroutines of the whole process")
 	if onCluster && !testing.Short() {
-		clusterOnce.Do(func() {}) // the cluster's start (MainCluster) is over
+		clusterOnce.Do(formCluster) // the cluster's start (MainCluster) is over (or made here, if this came first)
 	}
 	before, _ := count(match)
 	t.Cleanup(func() {

@@ -261,7 +261,7 @@ func Main(m *testing.M) int {
 	}
 	code := m.Run()
 	if onCluster && !testing.Short() {
-		clusterOnce.Do(func() {}) // waits for the start above
+		clusterOnce.Do(formCluster) // waits for the start above
 	}
 	if cluster != nil {
 		cluster.Stop()

@@ -26,10 +26,10 @@ import (
 // The release is not cancelled by ctx (see the lock types' Unlock): a Do
 // whose ctx ended while fn ran still releases the lock. Unlock gets a
 // context detached from ctx's cancellation, with ctx's values, that ends
-// 5 s after fn returned (also for a Locker of another package). Do adds no Redis
-// command to those of Lock and Unlock, and starts no goroutine for
-// relock's lock types (it does for a Locker of another package, which it
-// watches through Lost). For a read hold of an rwlock, pass its RLocker;
+// 5 s after fn returned (also for a Locker of another package). Do adds
+// no Redis command to those of Lock and Unlock, and keeps no goroutine
+// while fn runs for relock's lock types (it does for a Locker of another
+// package, which it watches through Lost). For a read hold of an rwlock, pass its RLocker;
 // for n permits of a semaphore, its Locker(n).
 func Do(ctx context.Context, l Locker, fn func(ctx context.Context) error) (err error) {
 	if isNilLocker(l) || fn == nil {

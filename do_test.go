@@ -164,3 +164,20 @@ func TestDoOtherLocker(t *testing.T) {
 	var typedNil *mutex.Mutex
 	assert.ErrorIs(t, relock.Do(ctx, typedNil, func(context.Context) error { return nil }), relock.ErrInvalidOption)
 }
+
+// panicky is a Locker of another package whose Unlock panics.
+type panicky struct{ fakeLocker }
+
+func (p *panicky) Unlock(context.Context) error { panic("unlock failed") }
+
+// TestMultiLockPartPanics: a part's Unlock that panics (a Locker of another
+// package) panics in the caller of the Multi's Unlock, as it did when the
+// parts were released one after another, not in a goroutine of its own
+// (which would crash the process).
+func TestMultiLockPartPanics(t *testing.T) {
+	redistest.Parallel(t)
+	ctx := testCtx(t)
+	m := relock.MultiLock(&panicky{})
+	require.NoError(t, m.Lock(ctx))
+	assert.PanicsWithValue(t, "unlock failed", func() { _ = m.Unlock(ctx) })
+}

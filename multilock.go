@@ -43,7 +43,9 @@ type Locker interface {
 // must not be locked or unlocked on their own while the Multi holds them.
 //
 // A Multi is safe for concurrent use and must not be copied. Its methods
-// start no goroutine, except Lost (see there).
+// start no goroutine that outlives them, except Lost (see there); Unlock
+// releases the parts from goroutines of its own, and waits for them (a
+// part's panic goes on in Unlock's caller).
 type Multi struct {
 	locks []Locker // in canonical order
 	err   error    // invalid arguments, reported by every call
@@ -202,8 +204,9 @@ func (m *Multi) tryLock(ctx context.Context, lease time.Duration, fixed bool) (b
 	return true, nil
 }
 
-// Unlock releases every part, side by side, even when some fail; the error joins the parts' errors (each matching what that part's
-// Unlock returned: ErrNotHeld for a part that was lost, say). Without a
+// Unlock releases every part, side by side, even when some fail; the
+// error joins the parts' errors (each matching what that part's Unlock
+// returned: ErrNotHeld for a part that was lost, say). Without a
 // hold it returns an error matching ErrNotHeld. A part whose Unlock
 // failed with an unknown outcome (a network error) stays held by the
 // Multi: calling Unlock again repeats only that part's request, and so
@@ -244,15 +247,22 @@ func (m *Multi) Unlock(ctx context.Context) error {
 	// Side by side: every part's renewals stop now, and the Unlock takes
 	// as long as its slowest part, not their sum (Redis unreachable).
 	results := make([]error, len(order))
+	panics := make([]any, len(order))
 	var wg sync.WaitGroup
 	for j, i := range order {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() { panics[j] = recover() }()
 			results[j] = m.locks[i].Unlock(ctx)
 		}()
 	}
 	wg.Wait()
+	for _, p := range panics {
+		if p != nil {
+			panic(p) // a part of another package panicked: in the caller, as before
+		}
+	}
 	var errs []error
 	for j, i := range order {
 		err := results[j]

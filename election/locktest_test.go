@@ -143,3 +143,8 @@ func TestGuarded(t *testing.T) {
 	redistest.Parallel(t)
 	locktest.Guarded(t, kind)
 }
+
+func TestExtendLateReply(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ExtendLateReply(t, kind)
+}

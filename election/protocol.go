@@ -63,8 +63,12 @@ func (p *protocol) Release(ctx context.Context, r *core.Request) (int64, error) 
 
 func (p *protocol) Abort(ctx context.Context, r *core.Request) error {
 	o := p.o
+	giveBack := "0"
+	if r.GiveBack {
+		giveBack = "1"
+	}
 	return o.Run(ctx, scripts.ElectionAbort, p.keys, o.Token, r.ID, r.RecordTTL(), p.prefix,
-		o.Keys.Channel, p.logTTL()).Err()
+		o.Keys.Channel, p.logTTL(), giveBack).Err()
 }
 
 func (p *protocol) Leave(ctx context.Context, r *core.Request) error {

@@ -154,7 +154,9 @@ func (m *Mutex) Extend(ctx context.Context, d time.Duration) error {
 // context.Canceled. Pass it to the work the lock protects, so that the
 // work stops when the hold does (relock.Do does this for you). When the
 // handle holds nothing, the context is cancelled already (cause: an error
-// matching relock.ErrNotHeld). It starts no goroutine.
+// matching relock.ErrNotHeld). No goroutine waits on it: the hold ends
+// it, and the handle forgets it once it is done (ctx ended, say), so a
+// long hold may make one per request.
 func (m *Mutex) HoldContext(ctx context.Context) context.Context { return m.x.HoldContext(ctx) }
 
 // Resume adopts the hold that the handle's owner token has in Redis: a

@@ -37,6 +37,11 @@ func TestExtend(t *testing.T) {
 	locktest.Extend(t, kind)
 }
 
+func TestExtendLateReply(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ExtendLateReply(t, kind)
+}
+
 func TestLockFor(t *testing.T) {
 	redistest.Parallel(t)
 	locktest.LockFor(t, kind)

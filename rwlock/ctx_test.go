@@ -37,6 +37,11 @@ func TestExtend(t *testing.T) {
 	sides(t, locktest.Extend)
 }
 
+func TestExtendLateReply(t *testing.T) {
+	redistest.Parallel(t)
+	sides(t, locktest.ExtendLateReply)
+}
+
 func TestLockFor(t *testing.T) {
 	redistest.Parallel(t)
 	sides(t, locktest.LockFor)

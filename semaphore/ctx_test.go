@@ -44,6 +44,11 @@ func TestExtend(t *testing.T) {
 	locktest.Extend(t, sem1)
 }
 
+func TestExtendLateReply(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ExtendLateReply(t, sem1)
+}
+
 func TestLockFor(t *testing.T) {
 	redistest.Parallel(t)
 	locktest.LockFor(t, sem1)

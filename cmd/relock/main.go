@@ -109,7 +109,7 @@
 // at the next renewal, within a third of -lease), COMMAND's process group
 // gets SIGTERM, then SIGKILL -grace later (also when COMMAND exited on
 // SIGTERM and left processes of its group running), and run exits with
-// 124 once the group is gone. By then
+// 124 once the group is gone or has been sent SIGKILL. By then
 // the next holder may have the lock already (the key expired, or was
 // deleted and a waiter woken), so a COMMAND that outlives its hold runs
 // beside the next holder's until it exits: -grace bounds the part of that

@@ -92,7 +92,8 @@ func (h *Holder) Extend(ctx context.Context, op string, d time.Duration) error {
 	}
 	h.lease = lease
 	if h.E.WD.Extend(h.hold, start, lease) {
-		h.giveBackLocked(ctx)
+		// The Client was closed meanwhile: its holds stay at Redis for
+		// their lease, for another process to Resume (see WithToken).
 		h.lostLocked(lockerr.ClosedLoss)
 		return h.errorf(op, lockerr.ClosedLoss)
 	}
@@ -119,7 +120,7 @@ func (h *Holder) giveBackLocked(ctx context.Context) {
 	if h.held[Write] > 0 {
 		class = Write
 	}
-	r := &Request{ID: h.NextRequest(), Class: class, N: h.held[class], Lease: h.lease}
+	r := &Request{ID: h.NextRequest(), Class: class, N: h.held[class], Lease: h.lease, GiveBack: true}
 	cctx, cancel := Detach(ctx)
 	defer cancel()
 	h.sent++

@@ -58,6 +58,10 @@ type Request struct {
 	Lease   time.Duration
 	Watched bool
 	Claim   time.Duration
+	// GiveBack marks the abort (Protocol.Abort) of a hold the handle has
+	// declared lost while Redis may keep it (see Holder.giveBackLocked):
+	// it drops whatever the owner holds, whatever the request id.
+	GiveBack bool
 
 	call  *call  // the acquire call, for WaitID
 	op    string // a release's operation, for errors when it is resent

@@ -74,7 +74,9 @@ func (l *lateReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		l.mu.Lock()
 		until := l.until
 		l.mu.Unlock()
-		if until != nil && renewal(cmd) {
+		// Only a reply that Redis ran the script for: a refusal first
+		// (NOSCRIPT, a function library not loaded yet) is resent at once.
+		if until != nil && err == nil && renewal(cmd) {
 			select {
 			case <-until:
 			case <-time.After(5 * time.Second):

@@ -9,13 +9,16 @@
 -- ARGV[4] prefix of the candidates' own channels
 -- ARGV[5] the observers' channel
 -- ARGV[6] log TTL in milliseconds (> 0)
+-- ARGV[7] optional: "1" to end this owner's leadership whatever the
+--         request (the give-back of a leadership its handle has declared
+--         lost, see core.Request.GiveBack)
 --
 -- Reply: 1 if the abandoned attempt had made the caller leader (that
 -- leadership is ended now: the next candidate leads, or the vacancy is
 -- logged), else 0. The record marks the request aborted either way, so a
 -- late copy of it is refused. The caller also leaves the queue
 -- (election_leave.lua).
-local applied = replayed(KEYS[3], ARGV[2])
+local applied = ARGV[7] == '1' or replayed(KEYS[3], ARGV[2])
 remember(KEYS[3], ARGV[2], 'x', ARGV[3])
 if not applied then
   return 0

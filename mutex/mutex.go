@@ -166,7 +166,9 @@ func (m *Mutex) HoldContext(ctx context.Context) context.Context { return m.x.Ho
 // releases it, Lost and HoldContext report its loss. Without a fixed
 // lease, the hold is renewed at once to the watchdog timeout, and by the
 // watchdog from then on; with relock.WithLease, its lease runs on from
-// where it is. One script call.
+// where it is. The hold keeps the metadata it was taken with
+// (relock.WithMetadata of the handle that locked it), which Holders and
+// the relock command show. One script call.
 //
 // It returns an error matching relock.ErrNotHeld, and changes nothing,
 // when the token holds nothing (never locked, released, expired, or taken

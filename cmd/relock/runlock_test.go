@@ -238,7 +238,7 @@ func (p *proc) running() bool {
 // its end.
 func relockProc(t *testing.T, args ...string) result {
 	t.Helper()
-	return startRelock(t, nil, nil, args...).wait(t, 20*time.Second)
+	return startRelock(t, nil, nil, args...).wait(t, 30*time.Second)
 }
 
 // readyPID waits for the "ready PID" line of a child in file, and returns
@@ -439,7 +439,7 @@ func TestRunTry(t *testing.T) {
 				queued = admin.ZCard(ctx, queue).Val() > 0
 				time.Sleep(2 * time.Millisecond)
 			}
-			r := p.wait(t, 20*time.Second)
+			r := p.wait(t, 30*time.Second)
 			assert.False(t, queued, "-try waited in the %s's queue", kind)
 			return r
 		}
@@ -500,7 +500,7 @@ func TestRunTimeout(t *testing.T) {
 		// be seen waiting).
 		p := startRelock(t, nil, nil, args("1s")...)
 		waiting := queued(p)
-		r := p.wait(t, 20*time.Second)
+		r := p.wait(t, 30*time.Second)
 		oneLineError(t, r, exitNotObtained, `relock: run: mutex "`+name+`" not obtained within -timeout 1s; COMMAND not run`)
 		assert.GreaterOrEqual(t, r.took, time.Second)
 		assert.Less(t, p.start.Add(r.took).Sub(waiting), 2500*time.Millisecond, "the run gave up long after -timeout")
@@ -518,7 +518,7 @@ func TestRunTimeout(t *testing.T) {
 		require.Eventually(t, func() bool { return admin.Exists(ctx, keys.Lock).Val() == 1 || read(file) != "" },
 			10*time.Second, 2*time.Millisecond, "relock run never got the lock")
 		assert.Less(t, time.Since(released), 3*time.Second, "it did not get the lock soon after the release")
-		r = p.wait(t, 20*time.Second)
+		r = p.wait(t, 30*time.Second)
 		require.Equal(t, 0, r.code)
 		assert.Len(t, intervals(t, file), 1)
 	})
@@ -542,7 +542,7 @@ func TestRunLost(t *testing.T) {
 			tok := mutexToken(t, s, name)
 			require.NoError(t, s.Admin(t).Del(context.Background(), core.NewKeys("mutex", name).Lock).Err())
 			deleted := time.Now()
-			r := p.wait(t, 10*time.Second)
+			r := p.wait(t, 30*time.Second)
 			assert.Equal(t, exitLost, r.code)
 			assert.Equal(t, "ready "+strings.Fields(read(file))[1]+"\nSIGTERM\nexit\n", read(file), "the child's SIGTERM")
 			// A renewal, the child's exit, the release: slack for a loaded machine.
@@ -566,7 +566,7 @@ func TestRunLost(t *testing.T) {
 			hasLine(t, file, "SIGTERM")
 			term := time.Now()
 			hasLine(t, file+".g", "SIGTERM") // the whole process group
-			r := p.wait(t, 10*time.Second)
+			r := p.wait(t, 30*time.Second)
 			assert.Equal(t, exitLost, r.code)
 			took := time.Since(term)
 			assert.Greater(t, took, grace/2, "SIGKILL long before -grace") // the test sees SIGTERM late on a loaded machine
@@ -591,7 +591,7 @@ func TestRunLost(t *testing.T) {
 			require.NoError(t, s.Admin(t).Del(context.Background(), core.NewKeys("mutex", name).Lock).Err())
 			hasLine(t, file+".g", "SIGTERM")
 			term := time.Now()
-			r := p.wait(t, 10*time.Second)
+			r := p.wait(t, 30*time.Second)
 			took := time.Since(term)
 			assert.Equal(t, exitLost, r.code)
 			assert.True(t, gone(gpid), "the grandchild runs on after relock run exited")
@@ -609,7 +609,7 @@ func TestRunLost(t *testing.T) {
 			tok := mutexToken(t, s, name)
 			require.NoError(t, s.Admin(t).Del(context.Background(), core.NewKeys("mutex", name).Lock).Err())
 			note(file+".go", "go")
-			r := p.wait(t, 10*time.Second)
+			r := p.wait(t, 30*time.Second)
 			oneLineError(t, r, exitLost, `relock: run: mutex "`+name+`", held as owner `+core.Fingerprint(tok)+
 				`: found lost at its release (mutex: unlock "`+name+`": relock: lock not held`)
 			assert.Contains(t, r.stderr, "; COMMAND exited with status 0\n")
@@ -637,7 +637,7 @@ func TestRunSignals(t *testing.T) {
 				time.Sleep(100 * time.Millisecond)
 				assert.True(t, lockExists(t, s, name), "released before the child exited")
 				note(file+".go", "go") // the child exits
-				r := p.wait(t, 10*time.Second)
+				r := p.wait(t, 30*time.Second)
 				assert.Equal(t, 7, r.code, "the child's status")
 				assert.Equal(t, "ready "+strconv.Itoa(pid)+"\n"+signalName(sig)+"\nexit\n", read(file), "the child got the signal once")
 				assert.False(t, lockExists(t, s, name), "not released") // the lease is 30s: released, not expired
@@ -650,7 +650,7 @@ func TestRunSignals(t *testing.T) {
 			p := startRelock(t, nil, nil, append([]string{"-redis", redisURL(s), "run", name, "--"}, childArgs(t, "sleep", file)...)...)
 			readyPID(t, file)
 			require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
-			r := p.wait(t, 10*time.Second)
+			r := p.wait(t, 30*time.Second)
 			assert.Equal(t, 128+int(syscall.SIGTERM), r.code)
 			assert.False(t, lockExists(t, s, name))
 		})
@@ -668,7 +668,7 @@ func TestRunSignals(t *testing.T) {
 				10*time.Second, 5*time.Millisecond, "relock run never queued")
 			require.True(t, p.running())
 			require.NoError(t, p.cmd.Process.Signal(syscall.SIGINT))
-			r := p.wait(t, 5*time.Second)
+			r := p.wait(t, 15*time.Second)
 			oneLineError(t, r, 128+int(syscall.SIGINT), `relock: run: interrupted by SIGINT while waiting for mutex "`+name+`"; COMMAND not run`)
 			assert.Empty(t, read(file), "the command ran")
 			require.NoError(t, m.Unlock(ctx))
@@ -697,7 +697,7 @@ func TestRunSuspend(t *testing.T) {
 		require.NoError(t, p.cmd.Process.Signal(syscall.SIGCONT))
 		require.Eventually(t, func() bool { return !strings.Contains(states(), "T") }, 5*time.Second, 5*time.Millisecond, "not both continued")
 		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
-		assert.Equal(t, 128+int(syscall.SIGTERM), p.wait(t, 10*time.Second).code)
+		assert.Equal(t, 128+int(syscall.SIGTERM), p.wait(t, 30*time.Second).code)
 	})
 }
 
@@ -735,7 +735,7 @@ func TestRunStdio(t *testing.T) {
 			name := redistest.Name(t)
 			p := startRelock(t, nil, strings.NewReader("hello\nworld\n"),
 				append([]string{"-redis", redisURL(s), "run", name, "--"}, childArgs(t, "io", strconv.Itoa(code))...)...)
-			r := p.wait(t, 10*time.Second)
+			r := p.wait(t, 30*time.Second)
 			assert.Equal(t, code, r.code)
 			assert.Equal(t, "hello\nworld\n", r.stdout)
 			assert.Equal(t, "to stderr\n", r.stderr)
@@ -752,11 +752,11 @@ func TestRunEnv(t *testing.T) {
 		name := redistest.Name(t)
 		stale := []string{"RELOCK_NAME=stale", "RELOCK_FENCE=99"}
 		for _, fence := range []string{"1", "2"} {
-			r := startRelock(t, stale, nil, append([]string{"-redis", redisURL(s), "run", name, "--"}, childArgs(t, "env")...)...).wait(t, 10*time.Second)
+			r := startRelock(t, stale, nil, append([]string{"-redis", redisURL(s), "run", name, "--"}, childArgs(t, "env")...)...).wait(t, 30*time.Second)
 			require.Equal(t, 0, r.code)
 			assert.Equal(t, "RELOCK_NAME="+name+"\nRELOCK_FENCE="+fence+"\n", r.stdout)
 		}
-		r := startRelock(t, stale, nil, append([]string{"-redis", redisURL(s), "run", "-n", "2", name, "--"}, childArgs(t, "env")...)...).wait(t, 10*time.Second)
+		r := startRelock(t, stale, nil, append([]string{"-redis", redisURL(s), "run", "-n", "2", name, "--"}, childArgs(t, "env")...)...).wait(t, 30*time.Second)
 		require.Equal(t, 0, r.code)
 		assert.Equal(t, "RELOCK_NAME="+name+"\nRELOCK_FENCE=\n", r.stdout)
 	})

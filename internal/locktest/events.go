@@ -72,7 +72,7 @@ func Events(t *testing.T, k Kind) {
 		ctx := testCtx(t)
 		rec := &recorder{}
 		logger := slog.New(slog.NewTextHandler(rec, nil))
-		c, rdb := redistest.NewClient(t, s, relock.WithWatchdogTimeout(300*time.Millisecond),
+		c, rdb := redistest.NewClient(t, s, relock.WithWatchdogTimeout(time.Second), // 300 ms lapsed on a loaded machine
 			relock.WithObserver(rec.observe), relock.WithLogger(logger))
 		admin := s.Admin(t) // reads tokens with commands relock does not send
 		name := redistest.Name(t)

@@ -223,15 +223,17 @@ func (o *Owner) SetNX(ctx context.Context, lease time.Duration) (bool, error) {
 // again looks at err, the outcome of a command's tries-th try since
 // first: after a node out of reach it has a Cluster client reload its
 // view (the node may have failed over); after a Cluster's refusal because
-// the keys' slot is moving (shard.Unsettled) it pauses and reports that
-// the command should be sent again, while ctx allows and for at most
-// shard.MaxUnsettled. A pinned connection (WithSyncReplicas) is one
+// the keys' slot is moving (shard.Unsettled), or a node it could not
+// connect to (shard.Unreached: the command was not sent; after a
+// failover, the view names the dead master until it is reloaded), it
+// pauses and reports that the command should be sent again, while ctx
+// allows and for at most shard.MaxUnsettled. A pinned connection (WithSyncReplicas) is one
 // node's and cannot follow a slot: its refusals are returned, as are the
 // last ones (the caller then takes the outcome as unknown: see
 // IsRedisError).
 func (o *Owner) again(ctx context.Context, err error, pinned bool, tries int, first time.Time) bool {
 	shard.Refresh(o.E.RDB, err)
-	return !pinned && shard.Unsettled(o.E.RDB, err) && shard.Pause(ctx, tries, first) == nil
+	return !pinned && (shard.Unsettled(o.E.RDB, err) || shard.Unreached(o.E.RDB, err)) && shard.Pause(ctx, tries, first) == nil
 }
 
 // ReleaseTimeout bounds the work that is done even though the caller's

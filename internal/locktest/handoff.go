@@ -82,10 +82,10 @@ func HandOff(t *testing.T, k Kind) {
 		t.Skip("this kind's waiters are woken, not granted")
 	}
 	// The waiter's claim lease is half its heartbeat, claimed after a
-	// quarter of that: 250 ms (the default heartbeat's took 625 ms a
-	// round; with 1 s, the 500 ms claim lease lapsed before its claim on a
-	// loaded machine).
-	const hb = 2 * time.Second
+	// quarter of that: 500 ms (the default heartbeat's took 625 ms a
+	// round; with 1 s and then 2 s, the claim lease of 500 ms and then of
+	// 1 s lapsed before its claim on a loaded machine).
+	const hb = 4 * time.Second
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		c, _ := redistest.NewClient(t, s)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"net"
 	"strings"
 	"time"
 
@@ -67,6 +68,19 @@ func Unsettled(rdb redis.UniversalClient, err error) bool {
 		return false // a single node's client cannot follow a redirect
 	}
 	return Moving(err)
+}
+
+// Unreached reports whether err says that rdb, a Cluster client, could
+// not connect to the node it picked (the dial failed: the command was not
+// sent), as happens after a master died and before the client's view
+// names its replica: sent again once the view is reloaded (Refresh), the
+// command reaches the new master.
+func Unreached(rdb redis.UniversalClient, err error) bool {
+	if _, ok := rdb.(*redis.ClusterClient); !ok {
+		return false
+	}
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // MaxUnsettled bounds how long a command that Unsettled refuses is sent

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -62,4 +63,26 @@ func TestPause(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	assert.ErrorIs(t, shard.Pause(cctx, 10, time.Now()), context.Canceled)
+}
+
+func TestUnreached(t *testing.T) {
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
+	t.Cleanup(func() { _ = cc.Close() })
+	single := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	t.Cleanup(func() { _ = single.Close() })
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")}
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{refused, true},
+		{fmt.Errorf("mutex: unlock: %w", refused), true},
+		{&net.OpError{Op: "read", Net: "tcp", Err: errors.New("i/o timeout")}, false}, // sent: outcome unknown
+		{reply("MOVED 3470 127.0.0.1:7001"), false},
+		{context.DeadlineExceeded, false},
+		{nil, false},
+	} {
+		assert.Equal(t, tc.want, shard.Unreached(cc, tc.err), "%v", tc.err)
+		assert.False(t, shard.Unreached(single, tc.err), "a single node's client: %v", tc.err)
+	}
 }

@@ -23,8 +23,8 @@ import (
 // with it a reentrant hold of the same Client in the same slot (renewed
 // at the source all along), and the watchdog's resending of the refused
 // renewal must not stop it from claiming, meanwhile, a lock a release
-// handed to one of its waiters on another slot (whose claim lease, 500
-// ms, is far shorter than the move).
+// handed to one of its waiters on another slot (whose claim lease, 1 s,
+// is far shorter than the move).
 func TestRenewalsWhileSlotMigrates(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a Redis Cluster of its own")
@@ -69,7 +69,7 @@ func TestRenewalsWhileSlotMigrates(t *testing.T) {
 			_ = redistest.FinishMigration(context.Background(), slots[0], a, b, 0)
 		}
 	})
-	w := mutex.New(c, settled, relock.WithHeartbeat(time.Second)) // claim lease 500 ms
+	w := mutex.New(c, settled, relock.WithHeartbeat(2*time.Second)) // claim lease 1 s (500 ms lapsed on a loaded machine)
 	got := make(chan error, 1)
 	go func() { got <- w.Lock(ctx) }()
 	time.Sleep(1500 * time.Millisecond)    // past a refused round: its renewals are being resent

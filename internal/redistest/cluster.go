@@ -332,10 +332,54 @@ func FinishMigration(ctx context.Context, slot int64, from, to *ClusterNode, pau
 			}
 		}
 	}
+	// The destination claims the slot with its config epoch, bumped by
+	// SETSLOT NODE only when it is not the greatest it knows. Had it not
+	// yet heard of the source's epoch, a ping the source sent before it
+	// gave the slot away would carry a greater epoch and take the slot
+	// back to the source, which no longer claims it: each would send
+	// clients to the other, for good (redis-server 7.0, seen in CI).
+	if err := awaitEpoch(ctx, src, dst); err != nil {
+		return err
+	}
 	if err := dst.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", to.ID).Err(); err != nil {
 		return err
 	}
 	return src.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", to.ID).Err()
+}
+
+// awaitEpoch waits until dst's current epoch is at least src's config
+// epoch (the cluster bus carries it, in a second at most).
+func awaitEpoch(ctx context.Context, src, dst *redis.Client) error {
+	want, err := infoField(ctx, src, "cluster_my_epoch")
+	if err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		got, err := infoField(ctx, dst, "cluster_current_epoch")
+		if err != nil || got >= want {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the destination's epoch %d stays below the source's %d", got, want)
+		}
+		if err := sleep(ctx, 10*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// infoField reads a number of CLUSTER INFO.
+func infoField(ctx context.Context, c *redis.Client, field string) (int64, error) {
+	info, err := c.ClusterInfo(ctx).Result()
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			return strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("CLUSTER INFO has no %s", field)
 }
 
 func nodeClient(n *ClusterNode) *redis.Client { return redis.NewClient(&redis.Options{Addr: n.Addr}) }

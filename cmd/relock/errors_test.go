@@ -68,6 +68,15 @@ func TestHelp(t *testing.T) {
 	assert.Contains(t, r.stdout, "usage: relock [flags] watch NAME")
 	assert.Contains(t, r.stdout, "-count")
 	assert.NotContains(t, r.stdout, "s3cret")
+	assert.Contains(t, r.stdout, "ALIVE ", "watch's help explains inspect's columns")
+	r = relockCmd(t, "", "inspect", "-h")
+	assert.Equal(t, 0, r.code)
+	for _, column := range []string{"TTL, EXPIRES", "HOLDS", "QUEUE", "ALIVE"} {
+		assert.Contains(t, r.stdout, "\n  "+column+" ", "inspect's help explains its columns")
+	}
+	for _, l := range strings.Split(r.stdout, "\n") {
+		assert.LessOrEqual(t, len(l), 80, "%q", l)
+	}
 }
 
 // TestNoLock: a name without a lock is an error, not an empty answer.

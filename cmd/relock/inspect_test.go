@@ -164,6 +164,17 @@ func TestList(t *testing.T) {
 		require.Len(t, locks, 5)
 		assert.Equal(t, sc.name+".other", locks[4].Name)
 		noTokens(t, sc, text, js)
+		after := relockCmd(t, "", "list", sc.name+"*", "-redis", redisURL(s), "-json")
+		require.Equal(t, 0, after.code, "flags after the pattern")
+		_, again := jsonLines(t, after.stdout)
+		require.Len(t, again, len(locks), "flags after the pattern")
+		for i := range locks {
+			assert.Equal(t, locks[i].Kind+" "+locks[i].Name, again[i].Kind+" "+again[i].Name)
+			assert.Equal(t, locks[i].Owners[0].Owner, again[i].Owners[0].Owner)
+		}
+		twice := relockCmd(t, "", "-redis", redisURL(s), "list", sc.name, "-json", "--", "-x")
+		assert.Equal(t, 2, twice.code, "a second pattern after --")
+		assert.Contains(t, twice.stderr, "too many arguments")
 
 		none := relockCmd(t, "", "-redis", redisURL(s), "list", sc.name+".nothing*")
 		assert.Equal(t, 0, none.code)

@@ -89,18 +89,33 @@ type command struct {
 
 // commands are the subcommands, in the order usage lists them.
 var commands = []*command{
-	{name: "inspect", args: "NAME", min: 1, max: 1, run: cmdInspect,
+	{name: "inspect", args: "NAME", min: 1, max: 1, run: cmdInspect, more: inspectHelp,
 		help: "owners, counts, TTL, waiters of the locks NAME"},
 	{name: "list", args: "[PATTERN]", min: 0, max: 1, run: cmdList,
 		help: "the locks whose name matches PATTERN (glob, default *)"},
 	{name: "force-unlock", args: "NAME", min: 1, max: 1, run: cmdForceUnlock,
 		help: "delete the locks NAME if held by the owners shown"},
-	{name: "watch", args: "NAME", min: 1, max: 1, run: cmdWatch, flags: watchFlags,
+	{name: "watch", args: "NAME", min: 1, max: 1, run: cmdWatch, flags: watchFlags, more: inspectHelp,
 		help: "inspect NAME every -interval (or -count N times)"},
 	{name: "run", args: "[flags] NAME -- COMMAND [ARGS...]", min: 1, max: -1, run: cmdRun, flags: runFlags,
 		waitTimeout: true, signals: true, more: runHelp,
 		help: "run COMMAND while holding the lock NAME, one at a time"},
 }
+
+// inspectHelp explains inspect's columns.
+const inspectHelp = `Every lock type that has a lock called NAME gets a paragraph. Owners and
+waiters are shown by fingerprint (8 hex digits: what the owner's handle
+returns from Fingerprint() and its logs show as owner=...; never the token).
+
+  TTL, EXPIRES  how long the lock, or that owner's hold, lasts unless renewed
+  HOLDS         an owner's re-entries (reentrant; 1 otherwise)
+  QUEUE         a waiter's place; the first is served first
+  ALIVE         how much longer the waiter keeps its place unless it shows
+                it is alive again (live waiters do, at least every quarter
+                of their heartbeat, relock.WithHeartbeat, default 5s);
+                "expired": its process is gone, and the waiter is dropped
+                when it reaches the head of the queue
+`
 
 // usageError is a mistake on the command line (exit status 2).
 type usageError struct{ error }
@@ -184,7 +199,8 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if cmd.flags != nil {
 		cmd.flags(sub, &o)
 	}
-	if err := sub.Parse(fs.Args()[1:]); err != nil {
+	args, err := parseArgs(sub, fs.Args()[1:], cmd.max >= 0)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			// Defaults, not the values given (a -redis URL may hold a password).
 			help := flag.NewFlagSet("relock "+cmd.name, flag.ContinueOnError)
@@ -204,7 +220,7 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		return usagef("%s: %v (see relock %s -h)", cmd.name, err, cmd.name)
 	}
-	switch n := sub.NArg(); {
+	switch n := len(args); {
 	case n < cmd.min:
 		return usagef("%s: missing %s (usage: relock %s %s)", cmd.name, cmd.args, cmd.name, cmd.args)
 	case cmd.max >= 0 && n > cmd.max:
@@ -236,7 +252,7 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 		defer stop()
 	}
-	err = cmd.run(&env{ctx: ctx, opts: o, rdb: rdb, stdin: stdin, in: bufio.NewReader(stdin), echo: !terminal(stdin), out: stdout, errw: stderr}, sub.Args())
+	err = cmd.run(&env{ctx: ctx, opts: o, rdb: rdb, stdin: stdin, in: bufio.NewReader(stdin), echo: !terminal(stdin), out: stdout, errw: stderr}, args)
 	var st exitStatus
 	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil && !errors.As(err, &st) {
 		// Newer go-redis releases retry a refused dial until the deadline:
@@ -244,6 +260,26 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		err = fmt.Errorf("%w (no answer from the server within %s)", err, callFlag)
 	}
 	return err
+}
+
+// parseArgs parses a subcommand's flags and returns its other
+// arguments. With interspersed, flags may also follow them (relock list
+// PATTERN -json), up to a "--"; without, the first argument that is not a
+// flag ends the flags (relock run NAME COMMAND -x: the flags after NAME
+// are COMMAND's).
+func parseArgs(fs *flag.FlagSet, args []string, interspersed bool) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		ended := len(args) > len(rest) && args[len(args)-len(rest)-1] == "--"
+		if !interspersed || ended || len(rest) == 0 {
+			return append(pos, rest...), nil
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
 }
 
 // isSet reports whether the flag called name was given to fs.

@@ -13,7 +13,9 @@ import (
 // from ctx that is cancelled when the hold is lost, and unlocks l when fn
 // returns, or panics (the panic then goes on, after the release). It
 // returns Lock's error if l could not be locked (fn does not run), else
-// fn's error joined with Unlock's (errors.Is and errors.As see both).
+// fn's error joined with Unlock's (errors.Is and errors.As see both;
+// only one of them when it wraps the other, as Unlock's wraps a loss that
+// fn returned from context.Cause).
 //
 // fn's context ends when ctx does, and when the hold is lost (the lease
 // ran out, the lock was deleted or taken, the Client was closed): its
@@ -48,7 +50,7 @@ func Do(ctx context.Context, l Locker, fn func(ctx context.Context) error) (err 
 		defer cancel()
 		uerr := l.Unlock(uctx)
 		if returned {
-			err = joinErrs(err, uerr)
+			err = lockerr.JoinEnd(err, uerr, "unlock")
 		}
 		// Otherwise fn panicked: the panic goes on, the lock released.
 	}()
@@ -94,27 +96,6 @@ func lossOf(l Locker) error {
 	}
 	return lockerr.NotHeld
 }
-
-// joinErrs joins fn's and Unlock's errors: nil if both are.
-func joinErrs(fnErr, unlockErr error) error {
-	switch {
-	case unlockErr == nil:
-		return fnErr
-	case fnErr == nil:
-		return unlockErr
-	}
-	return &joined{fnErr, unlockErr}
-}
-
-// joined is errors.Join of two errors, with a message saying which is
-// which.
-type joined struct{ fn, unlock error }
-
-func (e *joined) Error() string {
-	return e.fn.Error() + "; and unlock: " + e.unlock.Error()
-}
-
-func (e *joined) Unwrap() []error { return []error{e.fn, e.unlock} }
 
 // isNilLocker reports whether l is nil, or a typed nil pointer.
 func isNilLocker(l Locker) bool {

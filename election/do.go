@@ -12,7 +12,8 @@ import (
 // goes on, after the resignation), in the manner of client-go's
 // leaderelection.RunOrDie. It returns Campaign's error if the handle was
 // not elected (fn does not run), else fn's error joined with Resign's
-// (errors.Is and errors.As see both).
+// (errors.Is and errors.As see both; only one of them when it wraps the
+// other, as Resign's wraps a loss that fn returned from context.Cause).
 //
 // fn's context ends when ctx does and when the leadership is lost (its
 // lease ran out, it was ended by someone else, the Client was closed):
@@ -39,7 +40,7 @@ func (e *Election) Do(ctx context.Context, value string, fn func(ctx context.Con
 	defer func() {
 		rerr := e.Resign(ctx)
 		if returned {
-			err = joinErrs(err, rerr)
+			err = lockerr.JoinEnd(err, rerr, "resign")
 		}
 		// Otherwise fn panicked: the panic goes on, the leadership resigned.
 	}()
@@ -47,24 +48,3 @@ func (e *Election) Do(ctx context.Context, value string, fn func(ctx context.Con
 	returned = true
 	return err
 }
-
-// joinErrs joins fn's and Resign's errors: nil if both are.
-func joinErrs(fnErr, resignErr error) error {
-	switch {
-	case resignErr == nil:
-		return fnErr
-	case fnErr == nil:
-		return resignErr
-	}
-	return &joined{fnErr, resignErr}
-}
-
-// joined is errors.Join of two errors, with a message saying which is
-// which.
-type joined struct{ fn, resign error }
-
-func (e *joined) Error() string {
-	return e.fn.Error() + "; and resign: " + e.resign.Error()
-}
-
-func (e *joined) Unwrap() []error { return []error{e.fn, e.resign} }

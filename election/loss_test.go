@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -212,6 +213,21 @@ func TestDo(t *testing.T) {
 		require.ErrorIs(t, err, election.ErrNotLeader)
 		require.ErrorIs(t, err, relock.ErrLockGone)
 		assert.Contains(t, err.Error(), "; and resign: ")
+
+		// fn returns its context's cause, the loss: Do says it once.
+		err = e.Do(ctx, "r", func(fctx context.Context) error {
+			_, ferr := election.New(c, name, hb).ForceResign(ctx)
+			require.NoError(t, ferr)
+			select {
+			case <-fctx.Done():
+				return context.Cause(fctx)
+			case <-time.After(2 * lease):
+				return errors.New("fn's context did not end on the loss")
+			}
+		})
+		require.ErrorIs(t, err, election.ErrNotLeader)
+		require.ErrorIs(t, err, relock.ErrLockGone)
+		assert.Equal(t, 1, strings.Count(err.Error(), "lock gone"), "the loss said once: %q", err)
 
 		// A panic resigns too.
 		func() {

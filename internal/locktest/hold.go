@@ -245,6 +245,22 @@ func Do(t *testing.T, k Kind) {
 		assert.ErrorIs(t, err, relock.ErrLockGone)
 		assert.ErrorIs(t, err, context.Canceled, "fn's error is kept")
 		free("after a lost hold")
+
+		// fn returns its context's cause, the loss: Do says it once.
+		err = relock.Do(ctx, l, func(fctx context.Context) error {
+			deleteLock(t, s, name)
+			select {
+			case <-fctx.Done():
+			case <-time.After(2 * time.Second):
+				t.Error("fn's context was not cancelled when the hold was lost")
+			}
+			return context.Cause(fctx)
+		})
+		assert.ErrorIs(t, err, relock.ErrLockGone, "Do after a loss")
+		if err != nil {
+			assert.Equal(t, 1, strings.Count(err.Error(), "lock gone"), "the loss said once: %q", err)
+		}
+		free("after a lost hold whose cause fn returned")
 	})
 }
 

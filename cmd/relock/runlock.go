@@ -9,10 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/relock-go/relock"
 	"github.com/relock-go/relock/internal/core"
@@ -37,7 +39,9 @@ a semaphore of N), then starts COMMAND in a process group of its own, with
 stdin, stdout and stderr passed through, RELOCK_NAME=NAME and
 RELOCK_FENCE=<the hold's fencing token> (empty with -n N: a semaphore has no
 fencing token) in its environment, and releases the lock when it exits.
-Every run of one NAME must use the same -n.
+Every run of one NAME must use the same -n. The hold's metadata, which
+relock inspect shows, is "relock run on HOST pid PID: PROGRAM" (COMMAND's
+program name, not its arguments).
 
 If the hold is lost (lease expired, lock deleted), the child's process group
 gets SIGTERM, and SIGKILL after -grace. SIGINT, SIGTERM, SIGHUP and SIGQUIT
@@ -106,7 +110,7 @@ func cmdRun(e *env, args []string) error {
 
 	c := relock.New(e.rdb, relock.WithWatchdogTimeout(o.lease))
 	defer c.Close()
-	l := newRunLock(c, name, o.permits)
+	l := newRunLock(c, name, o.permits, runMetadata(argv[0]))
 	if err := l.acquire(e, sigs); err != nil {
 		return err
 	}
@@ -231,11 +235,28 @@ type runLock struct {
 	s *semaphore.Semaphore
 }
 
-func newRunLock(c *relock.Client, name string, permits int) *runLock {
+func newRunLock(c *relock.Client, name string, permits int, meta string) *runLock {
 	if permits > 1 {
-		return &runLock{s: semaphore.New(c, name, permits)}
+		return &runLock{s: semaphore.New(c, name, permits, relock.WithMetadata(meta))}
 	}
-	return &runLock{m: mutex.New(c, name, relock.WithFencing())}
+	return &runLock{m: mutex.New(c, name, relock.WithFencing(), relock.WithMetadata(meta))}
+}
+
+// runMetadata is what a run shows as its hold's metadata (relock inspect
+// and the lock handles' Holders): "relock run on HOST pid PID: PROGRAM",
+// with COMMAND's program name only (its arguments may hold secrets), at
+// most the 256 bytes WithMetadata takes.
+func runMetadata(program string) string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "?"
+	}
+	m := fmt.Sprintf("relock run on %s pid %d: %s", host, os.Getpid(), filepath.Base(program))
+	for len(m) > 256 {
+		_, size := utf8.DecodeLastRuneInString(m)
+		m = m[:len(m)-size]
+	}
+	return m
 }
 
 // String names the lock, for messages.

@@ -399,6 +399,22 @@ func TestRunSemaphore(t *testing.T) {
 		require.Eventually(t, func() bool { return starts() == 2 }, 30*time.Second, 5*time.Millisecond, "two did not start")
 		time.Sleep(300 * time.Millisecond)
 		assert.Equal(t, 2, starts(), "a third started")
+		// Each run shows who it is: its host, pid and program.
+		c, _ := redistest.NewClient(t, s)
+		holders, err := semaphore.New(c, name, 2).Holders(context.Background())
+		require.NoError(t, err)
+		host, err := os.Hostname()
+		require.NoError(t, err)
+		var shown []string
+		for _, h := range holders {
+			shown = append(shown, h.Metadata)
+		}
+		var pids []string
+		for _, p := range ps {
+			pids = append(pids, fmt.Sprintf("relock run on %s pid %d: %s", host, p.cmd.Process.Pid, filepath.Base(testBin(t))))
+		}
+		assert.Len(t, shown, 2)
+		assert.Subset(t, pids, shown, "the holders' metadata")
 		note(file+".go", "go") // the children end; the third starts, and ends
 		for _, p := range ps {
 			r := p.wait(t, 30*time.Second)
@@ -407,6 +423,32 @@ func TestRunSemaphore(t *testing.T) {
 		iv := intervals(t, file)
 		require.Len(t, iv, 3, "every child ran to its end")
 		assert.Equal(t, 2, maxConcurrent(iv), "not two at once, or three: %v", iv)
+	})
+}
+
+// TestRunMetadata: a run's hold shows who it is (its host, pid and
+// program, not its arguments) to Holders and relock inspect.
+func TestRunMetadata(t *testing.T) {
+	redistest.Parallel(t)
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		name := redistest.Name(t)
+		file := filepath.Join(t.TempDir(), "runs")
+		p := startRelock(t, nil, nil, append([]string{"-redis", redisURL(s), "run", name, "--"}, childArgs(t, "record", file, "await")...)...)
+		require.Eventually(t, func() bool { return strings.Contains(read(file), "start ") }, 30*time.Second, 5*time.Millisecond, "the child did not start")
+		host, err := os.Hostname()
+		require.NoError(t, err)
+		want := fmt.Sprintf("relock run on %s pid %d: %s", host, p.cmd.Process.Pid, filepath.Base(testBin(t)))
+		c, _ := redistest.NewClient(t, s)
+		holders, err := mutex.New(c, name).Holders(context.Background())
+		require.NoError(t, err)
+		require.Len(t, holders, 1)
+		assert.Equal(t, want, holders[0].Metadata)
+		r := relockCmd(t, "", "-redis", redisURL(s), "inspect", name)
+		require.Equal(t, 0, r.code)
+		assert.Contains(t, r.stdout, want, "inspect shows the run")
+		assert.NotContains(t, r.stdout, asChild, "inspect shows COMMAND's arguments")
+		note(file+".go", "go")
+		require.Equal(t, 0, p.wait(t, 30*time.Second).code)
 	})
 }
 

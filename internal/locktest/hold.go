@@ -231,13 +231,18 @@ func Do(t *testing.T, k Kind) {
 		}))
 		free("after Do whose ctx ended while fn ran")
 
-		err = relock.Do(ctx, l, func(fctx context.Context) error {
+		// lose deletes the lock while fn runs, and waits for fn's context
+		// to end.
+		lose := func(fctx context.Context) {
 			deleteLock(t, s, name)
 			select {
 			case <-fctx.Done():
 			case <-time.After(2 * time.Second):
 				t.Error("fn's context was not cancelled when the hold was lost")
 			}
+		}
+		err = relock.Do(ctx, l, func(fctx context.Context) error {
+			lose(fctx)
 			assert.ErrorIs(t, context.Cause(fctx), relock.ErrLockGone)
 			return fctx.Err()
 		})
@@ -248,12 +253,7 @@ func Do(t *testing.T, k Kind) {
 
 		// fn returns its context's cause, the loss: Do says it once.
 		err = relock.Do(ctx, l, func(fctx context.Context) error {
-			deleteLock(t, s, name)
-			select {
-			case <-fctx.Done():
-			case <-time.After(2 * time.Second):
-				t.Error("fn's context was not cancelled when the hold was lost")
-			}
+			lose(fctx)
 			return context.Cause(fctx)
 		})
 		assert.ErrorIs(t, err, relock.ErrLockGone, "Do after a loss")

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/relock-go/relock/internal/lockerr"
 	"github.com/relock-go/relock/internal/scripts"
 	"github.com/relock-go/relock/internal/watchdog"
@@ -367,6 +369,15 @@ func (h *Holder) Release(ctx context.Context, op string, class Class, n int) err
 	return h.releaseLocked(ctx, op, class, n)
 }
 
+// unknownRelease says that a release got no reply (err: a network error,
+// the release timeout): whether Redis applied it is unknown.
+func unknownRelease(err error) error {
+	if errors.Is(err, redis.ErrClosed) {
+		return err // not sent: the user closed the go-redis client
+	}
+	return fmt.Errorf("release sent, no reply: outcome unknown (calling again resends it; unconfirmed, the hold ends with its lease): %w", err)
+}
+
 func (h *Holder) releaseLocked(ctx context.Context, op string, class Class, n int) error {
 	if h.held[class] < n {
 		return h.errorf(op, lockerr.NotHeld)
@@ -381,6 +392,8 @@ func (h *Holder) releaseLocked(ctx context.Context, op string, class Class, n in
 		if err != nil {
 			if IsRedisError(err) {
 				h.pending = nil
+			} else {
+				err = unknownRelease(err)
 			}
 			return h.errorf(op, err)
 		}
@@ -423,6 +436,7 @@ func (h *Holder) releaseLocked(ctx context.Context, op string, class Class, n in
 			// Unknown outcome: the next call resends the same request,
 			// which the script answers as it answered the first.
 			h.pending = r
+			err = unknownRelease(err)
 		} else if !final {
 			// Refused: nothing changed at Redis; renewals expect the
 			// units held again.

@@ -108,6 +108,9 @@ func ReleaseUnreachable(t *testing.T, k Kind) {
 		took := time.Since(at)
 		require.Error(t, err, "an Unlock that Redis never saw")
 		assert.NotErrorIs(t, err, relock.ErrNotHeld, "the outcome is unknown, not a loss")
+		if err != nil {
+			assert.Contains(t, err.Error(), "outcome unknown", "the error says the reply was lost")
+		}
 		t.Logf("Unlock returned after %v: %v", took.Round(time.Millisecond), err)
 		assert.Less(t, took, 6*time.Second, "the release is bounded by its own timeout")
 

@@ -143,10 +143,11 @@ func (h *Holder) RunGuarded(ctx context.Context, op string, g *Guarded, keys []s
 		return fail(lockerr.NotHeld)
 	case h.watchKind == watchdog.KindRW && h.held[Write] == 0:
 		return fail(fmt.Errorf("%w: a guarded script of a read/write lock needs its write lock", lockerr.NotHeld))
-	case h.E.WD.Expired(h.hold):
+	}
+	if err := h.E.WD.Expired(h.hold); err != nil {
 		// Past its local deadline (this process was paused, say): the
-		// watchdog is about to declare it.
-		return fail(lockerr.Loss(lockerr.Expired, "past the hold's local deadline"))
+		// watchdog is about to declare it, in the same words.
+		return fail(err)
 	}
 	// The caller's keys, then the lock's keys and, on a Cluster, the
 	// never-created key of its slot (a migrating slot then refuses the

@@ -82,7 +82,11 @@ return redis.call('DECRBY', KEYS[1], ARGV[1])`)
 		p := k.New(c, name, relock.WithLease(100*time.Millisecond))
 		require.NoError(t, p.Lock(ctx))
 		time.Sleep(150 * time.Millisecond)
-		assert.ErrorIs(t, p.Run(ctx, take, []string{stock}, 1).Err(), relock.ErrNotHeld, "past the local deadline")
+		err = p.Run(ctx, take, []string{stock}, 1).Err()
+		assert.ErrorIs(t, err, relock.ErrNotHeld, "past the local deadline")
+		assert.ErrorIs(t, err, relock.ErrLeaseExpired, "past the local deadline")
+		// In the words of the loss that Lost reports (a fixed lease).
+		assert.ErrorContains(t, err, "lease ran out")
 		assert.Equal(t, 5, left())
 	})
 }

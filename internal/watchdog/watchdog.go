@@ -395,12 +395,26 @@ func (w *Watchdog) loseQuietLocked(h *Hold, cause error) bool {
 	return true
 }
 
-// Expired reports whether h, watched, is past its local deadline (its
-// timer is about to declare it lost).
-func (w *Watchdog) Expired(h *Hold) bool {
+// Expired returns the loss that h's timer is about to declare when h is
+// past its local deadline (this process was paused, say), else nil.
+func (w *Watchdog) Expired(h *Hold) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return h.active && !time.Now().Before(h.deadline)
+	if !h.active || time.Now().Before(h.deadline) {
+		return nil
+	}
+	return deadlineLoss(h)
+}
+
+// deadlineLoss is the loss of h at its local deadline.
+func deadlineLoss(h *Hold) error {
+	switch {
+	case h.lapsed:
+		return lockerr.Loss(lockerr.Expired, "lease ran out after an unconfirmed release")
+	case h.renew:
+		return lockerr.Loss(lockerr.Expired, "no renewal confirmed before the local deadline")
+	}
+	return lockerr.Loss(lockerr.Expired, "lease ran out")
 }
 
 // Err returns why h was lost, or nil while it is not.
@@ -490,15 +504,7 @@ func (w *Watchdog) expire(h *Hold) {
 	if !h.active || time.Now().Before(h.deadline) {
 		return
 	}
-	switch {
-	case h.lapsed:
-		w.loseLocked(h, lockerr.Loss(lockerr.Expired, "lease ran out after an unconfirmed release"))
-		return
-	case h.renew:
-		w.loseLocked(h, lockerr.Loss(lockerr.Expired, "no renewal confirmed before the local deadline"))
-		return
-	}
-	w.loseLocked(h, lockerr.Loss(lockerr.Expired, "lease ran out"))
+	w.loseLocked(h, deadlineLoss(h))
 }
 
 func (w *Watchdog) loop() {

@@ -133,5 +133,8 @@
 // deadlines to network reads only with Options.ContextTimeoutEnabled; by
 // default an in-flight command runs to its reply (bounded by ReadTimeout).
 // A Lock whose ctx ends meanwhile still returns an error matching ctx.Err()
-// and gives back a lock that such a late reply granted.
+// and gives back a lock that such a late reply granted: on a server that
+// does not answer, it returns once the attempt in flight has timed out
+// and that give-back (sent detached, for up to 5 s) has been tried, about
+// 6 s after ctx ended with go-redis's defaults (3 s ReadTimeout).
 package relock

@@ -3,15 +3,10 @@ package relock_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -19,37 +14,6 @@ import (
 	"github.com/relock-go/relock/internal/redistest"
 	"github.com/relock-go/relock/mutex"
 )
-
-// refusingDialer dials the server until down, which closes the
-// connections it made and refuses every dial after: a Redis whose
-// process is gone.
-type refusingDialer struct {
-	mu    sync.Mutex
-	conns []net.Conn
-	off   atomic.Bool
-}
-
-func (d *refusingDialer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	if d.off.Load() {
-		return nil, &net.OpError{Op: "dial", Net: network, Err: fmt.Errorf("connect: %w", syscall.ECONNREFUSED)}
-	}
-	c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-	if err == nil {
-		d.mu.Lock()
-		d.conns = append(d.conns, c)
-		d.mu.Unlock()
-	}
-	return c, err
-}
-
-func (d *refusingDialer) down() {
-	d.off.Store(true)
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, c := range d.conns {
-		_ = c.Close()
-	}
-}
 
 // TestRenewalFailedSaysWhy: while Redis refuses connections, the
 // watchdog's EventRenewalFailed carries the refusal (it carried go-redis
@@ -59,8 +23,8 @@ func TestRenewalFailedSaysWhy(t *testing.T) {
 	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
-		d := new(refusingDialer)
-		rdb := s.Client(t, func(o *redis.Options) { o.Dialer = d.dial })
+		d := new(redistest.Refuser)
+		rdb := s.Client(t, d.Options)
 		failures := make(chan error, 100)
 		c := relock.New(rdb, relock.WithWatchdogTimeout(900*time.Millisecond), relock.WithObserver(func(e relock.Event) {
 			if e.Type == relock.EventRenewalFailed {
@@ -73,7 +37,7 @@ func TestRenewalFailedSaysWhy(t *testing.T) {
 		t.Cleanup(func() { _ = c.Close() })
 		m := mutex.New(c, redistest.Name(t))
 		require.NoError(t, m.Lock(ctx))
-		d.down()
+		d.Refuse()
 		select {
 		case err := <-failures:
 			require.Error(t, err)

@@ -148,3 +148,8 @@ func TestExtendLateReply(t *testing.T) {
 	redistest.Parallel(t)
 	locktest.ExtendLateReply(t, kind)
 }
+
+func TestWaitUnreachable(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.WaitUnreachable(t, kind)
+}

@@ -81,3 +81,8 @@ func TestDo(t *testing.T) { locktest.Do(t, kind) }
 func TestExtendStalled(t *testing.T) { locktest.ExtendStalled(t, kind) }
 
 func TestOutOfMemory(t *testing.T) { locktest.OutOfMemory(t, kind) }
+
+func TestWaitUnreachable(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.WaitUnreachable(t, kind)
+}

@@ -81,3 +81,8 @@ func TestDo(t *testing.T) { sides(t, locktest.Do) }
 func TestExtendStalled(t *testing.T) { sides(t, locktest.ExtendStalled) }
 
 func TestOutOfMemory(t *testing.T) { sides(t, locktest.OutOfMemory) }
+
+func TestWaitUnreachable(t *testing.T) {
+	redistest.Parallel(t)
+	sides(t, locktest.WaitUnreachable)
+}

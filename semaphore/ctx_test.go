@@ -113,3 +113,8 @@ func TestPartialReleaseEndedCtx(t *testing.T) {
 		assert.Empty(t, semKeys(t, s, name))
 	})
 }
+
+func TestWaitUnreachable(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.WaitUnreachable(t, sem1)
+}

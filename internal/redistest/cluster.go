@@ -250,7 +250,8 @@ func poll(ctx context.Context, ok func() bool) error {
 }
 
 // clusterOptions are the options of a client of c with the settings of o
-// that a cluster client shares (credentials, TLS, timeouts, retries).
+// that a cluster client shares (credentials, TLS, timeouts, retries, the
+// dialer).
 func clusterOptions(c *Cluster, o *redis.Options) *redis.ClusterOptions {
 	return &redis.ClusterOptions{
 		Addrs:           c.Addrs(),
@@ -266,6 +267,7 @@ func clusterOptions(c *Cluster, o *redis.Options) *redis.ClusterOptions {
 		ReadTimeout:     o.ReadTimeout,
 		WriteTimeout:    o.WriteTimeout,
 		PoolSize:        o.PoolSize,
+		Dialer:          o.Dialer,
 	}
 }
 

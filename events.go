@@ -38,10 +38,12 @@ const (
 	// renewal of Holds holds (a transient error, in Err); it retries
 	// soon, and a hold whose renewal stays unconfirmed until its local
 	// deadline is lost (EventLost). A round fails when its call does:
-	// at once for a refused connection, but only after go-redis's
-	// ReadTimeout (and its retries) on a server that stalls, which may be
-	// after the holds' deadlines, so EventLost can come first. Kind, Name
-	// and Owner are empty: one round renews the holds of every lock.
+	// soon for a refused connection (go-redis releases newer than 9.7
+	// retry the dial until the round's deadline), but only after
+	// go-redis's ReadTimeout (and its retries) on a server that stalls,
+	// which may be after the holds' deadlines, so EventLost can come
+	// first. Kind, Name and Owner are empty: one round renews the holds
+	// of every lock.
 	EventRenewalFailed
 	// EventPushUnavailable: Redis refused the Client's subscription to
 	// wake-ups (a user without channel rights, a proxy without pub/sub):

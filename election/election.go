@@ -91,8 +91,8 @@ func New(c *relock.Client, name string, opts ...relock.LockOption) *Election {
 // (a leadership granted to it meanwhile goes to the next candidate), and
 // neither a subscription nor a goroutine is left. When the Client is
 // closed meanwhile, the error matches relock.ErrNotObtained and
-// relock.ErrClosed, with the same clean-up. A
-// Redis error (unreachable, a timeout) ends the wait too: it returns
+// relock.ErrClosed, with the same clean-up.
+// A Redis error (unreachable, a timeout) ends the wait too: it returns
 // that error after the same clean-up (what a Redis that does not answer
 // keeps of the attempt expires on its own, within the lease); call it
 // again to campaign again.

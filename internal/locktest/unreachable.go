@@ -15,10 +15,9 @@ import (
 
 // WaitUnreachable: a Lock that waits for a held lock returns the error
 // when Redis starts refusing its connections (see the bounds below),
-// instead of waiting on, as
-// the lock types' docs say; once Redis is back, what the waiter left
-// (its give-back was refused too) keeps nobody out for longer than its
-// heartbeat.
+// instead of waiting on, as the lock types' docs say; once Redis is back,
+// what the waiter left (its give-back was refused too) keeps nobody out
+// for longer than its heartbeat.
 func WaitUnreachable(t *testing.T, k Kind) {
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)

@@ -17,7 +17,9 @@ type Pipeliner interface {
 const clusterFanout = 16
 
 // Pipelined sends the commands that queue queues and returns (as
-// go-redis's Pipelined does) the first error among their replies: in one
+// go-redis's Pipelined does) the first error among their replies (a
+// script call left without reply or error by a pipeline that failed gets
+// its error: see failUnanswered): in one
 // pipeline, except on a ClusterClient, where each command goes in a
 // pipeline of its own, clusterFanout at a time (so that the client's
 // pipeline hooks still see them).
@@ -34,10 +36,14 @@ const clusterFanout = 16
 func Pipelined(ctx context.Context, rdb Pipeliner, queue func(p redis.Pipeliner) []redis.Cmder) error {
 	cc, ok := rdb.(*redis.ClusterClient)
 	if !ok {
+		var cmds []redis.Cmder
 		_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			queue(p)
+			cmds = queue(p)
 			return nil
 		})
+		if err != nil {
+			failUnanswered(cmds, err)
+		}
 		return err
 	}
 	p := cc.Pipeline()
@@ -50,7 +56,9 @@ func Pipelined(ctx context.Context, rdb Pipeliner, queue func(p redis.Pipeliner)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, _ = cc.Pipelined(ctx, func(p redis.Pipeliner) error { return p.Process(ctx, cmd) })
+			if _, err := cc.Pipelined(ctx, func(p redis.Pipeliner) error { return p.Process(ctx, cmd) }); err != nil {
+				failUnanswered([]redis.Cmder{cmd}, err)
+			}
 			<-slots
 		}()
 	}
@@ -61,4 +69,16 @@ func Pipelined(ctx context.Context, rdb Pipeliner, queue func(p redis.Pipeliner)
 		}
 	}
 	return nil
+}
+
+// failUnanswered gives err to the script calls (*redis.Cmd) of a failed
+// pipeline that have neither an error nor a reply: go-redis 9.7 leaves
+// them so when the pipeline never reached a connection (a refused dial),
+// and reading them would say "unexpected type=<nil>" instead of why.
+func failUnanswered(cmds []redis.Cmder, err error) {
+	for _, c := range cmds {
+		if cmd, ok := c.(*redis.Cmd); ok && cmd.Err() == nil && cmd.Val() == nil {
+			cmd.SetErr(err)
+		}
+	}
 }

@@ -728,7 +728,7 @@ const (
 // that never saw it), as Runner.Run does for a single call.
 func (w *Watchdog) send(ctx context.Context, via pipeliner, batches [][]*Hold, cmds []*redis.Cmd) {
 	exec := func(how int) error {
-		err := shard.Pipelined(ctx, via, func(p redis.Pipeliner) []redis.Cmder {
+		return shard.Pipelined(ctx, via, func(p redis.Pipeliner) []redis.Cmder {
 			queued := make([]redis.Cmder, len(batches))
 			for i, b := range batches {
 				cmds[i] = renewCmd(ctx, p, b, how)
@@ -736,18 +736,6 @@ func (w *Watchdog) send(ctx context.Context, via pipeliner, batches [][]*Hold, c
 			}
 			return queued
 		})
-		if err != nil {
-			// A pipeline that never reached a connection (a refused dial)
-			// leaves its commands without error or reply, in go-redis
-			// 9.7: they fail with the pipeline's error, not "unexpected
-			// type=<nil>".
-			for _, c := range cmds {
-				if c.Err() == nil && c.Val() == nil {
-					c.SetErr(err)
-				}
-			}
-		}
-		return err
 	}
 	how := asScript
 	if w.scripts.Functions() {

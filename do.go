@@ -31,8 +31,8 @@ import (
 // 5 s after fn returned (also for a Locker of another package). Do adds
 // no Redis command to those of Lock and Unlock, and keeps no goroutine
 // while fn runs for relock's lock types (it does for a Locker of another
-// package, which it watches through Lost). For a read hold of an rwlock, pass its RLocker;
-// for n permits of a semaphore, its Locker(n).
+// package, which it watches through Lost). For a read hold of an rwlock,
+// pass its RLocker; for n permits of a semaphore, its Locker(n).
 func Do(ctx context.Context, l Locker, fn func(ctx context.Context) error) (err error) {
 	if isNilLocker(l) || fn == nil {
 		return fmt.Errorf("relock: do: %w: nil lock or function", lockerr.InvalidOption)

@@ -403,18 +403,15 @@ func TestRunSemaphore(t *testing.T) {
 		c, _ := redistest.NewClient(t, s)
 		holders, err := semaphore.New(c, name, 2).Holders(context.Background())
 		require.NoError(t, err)
-		host, err := os.Hostname()
-		require.NoError(t, err)
-		var shown []string
+		var shown, runs []string
 		for _, h := range holders {
 			shown = append(shown, h.Metadata)
 		}
-		var pids []string
 		for _, p := range ps {
-			pids = append(pids, fmt.Sprintf("relock run on %s pid %d: %s", host, p.cmd.Process.Pid, filepath.Base(testBin(t))))
+			runs = append(runs, runShown(t, p))
 		}
 		assert.Len(t, shown, 2)
-		assert.Subset(t, pids, shown, "the holders' metadata")
+		assert.Subset(t, runs, shown, "the holders' metadata")
 		note(file+".go", "go") // the children end; the third starts, and ends
 		for _, p := range ps {
 			r := p.wait(t, 30*time.Second)
@@ -426,6 +423,14 @@ func TestRunSemaphore(t *testing.T) {
 	})
 }
 
+// runShown is the metadata that the relock run p shows on its hold.
+func runShown(t *testing.T, p *proc) string {
+	t.Helper()
+	host, err := os.Hostname()
+	require.NoError(t, err)
+	return fmt.Sprintf("relock run on %s pid %d: %s", host, p.cmd.Process.Pid, filepath.Base(testBin(t)))
+}
+
 // TestRunMetadata: a run's hold shows who it is (its host, pid and
 // program, not its arguments) to Holders and relock inspect.
 func TestRunMetadata(t *testing.T) {
@@ -435,9 +440,7 @@ func TestRunMetadata(t *testing.T) {
 		file := filepath.Join(t.TempDir(), "runs")
 		p := startRelock(t, nil, nil, append([]string{"-redis", redisURL(s), "run", name, "--"}, childArgs(t, "record", file, "await")...)...)
 		require.Eventually(t, func() bool { return strings.Contains(read(file), "start ") }, 30*time.Second, 5*time.Millisecond, "the child did not start")
-		host, err := os.Hostname()
-		require.NoError(t, err)
-		want := fmt.Sprintf("relock run on %s pid %d: %s", host, p.cmd.Process.Pid, filepath.Base(testBin(t)))
+		want := runShown(t, p)
 		c, _ := redistest.NewClient(t, s)
 		holders, err := mutex.New(c, name).Holders(context.Background())
 		require.NoError(t, err)

@@ -73,7 +73,7 @@
 //     hold is lost, and unlocks when fn returns or panics. It is the
 //     shortest correct way to use a lock.
 //   - HoldContext(ctx) returns that context for code that locks and
-//     unlocks in different places: cancelled when Lost fires (its
+//     unlocks in different places: cancelled right after Lost fires (its
 //     context.Cause is LostErr's error) or when Unlock is called.
 //   - LockFor(ctx, lease) and TryLockFor take a hold with a fixed lease
 //     of its own (as WithLease, for one hold); Extend(ctx, d) sets the

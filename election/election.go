@@ -267,7 +267,7 @@ func (e *Election) LostErr() error { return e.h.LostErr() }
 
 // HoldContext returns a context derived from ctx that is cancelled when
 // the handle's current leadership ends: lost (its cause is then LostErr's
-// error, at the same moment as Lost fires), or resigned (cause
+// error, right after Lost fires), or resigned (cause
 // context.Canceled, when Resign is called). When the handle does not lead,
 // the context is cancelled already. Do gives its function such a
 // context.

@@ -150,6 +150,11 @@ func TestUnreachableLeader(t *testing.T) {
 		t.Logf("Lost %v after the cut", lostWithin(t, leader, 2*lease))
 		lostAt := time.Now()
 		require.ErrorIs(t, leader.LostErr(), relock.ErrLeaseExpired)
+		select { // it ends right after Lost fires
+		case <-hctx.Done():
+		case <-time.After(time.Second):
+			t.Fatal("the leadership's context outlived its loss")
+		}
 		require.ErrorIs(t, context.Cause(hctx), relock.ErrLeaseExpired)
 		var at time.Time
 		select {

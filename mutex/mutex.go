@@ -152,7 +152,7 @@ func (m *Mutex) Extend(ctx context.Context, d time.Duration) error {
 }
 
 // HoldContext returns a context derived from ctx that is cancelled when
-// the current hold ends: when it is lost, at the moment Lost fires, with
+// the current hold ends: when it is lost, right after Lost fires, with
 // LostErr's error as its cause (context.Cause: an error matching
 // relock.ErrNotHeld and relock.ErrLeaseExpired, relock.ErrLockGone or
 // relock.ErrClosed); and when Unlock is called, with cause

@@ -435,7 +435,7 @@ func (m *Mutex) LostErr() error {
 
 // HoldContext returns a context derived from ctx that is cancelled when
 // the current hold ends: when it is lost (fewer than a majority of its
-// parts alive, see Lost), at the moment Lost fires, with LostErr's error
+// parts alive, see Lost), right after Lost fires, with LostErr's error
 // as its cause (context.Cause: an error matching relock.ErrNotHeld and
 // relock.ErrLeaseExpired, relock.ErrLockGone or relock.ErrClosed); and
 // when Unlock is called, with cause context.Canceled, whatever the

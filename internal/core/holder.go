@@ -496,7 +496,7 @@ func (h *Holder) LostErr() error {
 
 // HoldContext returns a context derived from parent that is cancelled when
 // the handle's current hold ends: with the loss as its cause (LostErr's
-// error) when it is lost, at the same moment as Lost fires; with cause
+// error) when it is lost, right after Lost fires; with cause
 // context.Canceled when the handle's last unit is released (the final
 // release is called, whatever its outcome). When the handle holds nothing
 // (or has lost it), the context is cancelled already, with cause

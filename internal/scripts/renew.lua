@@ -5,7 +5,11 @@
 --
 -- KEYS         the keys of the holds, in order: one per hold, two for a
 --              "w" or "s" hold (its hash, then its owners' sorted set,
---              absent while the lock is solo: see rwlock_common.lua)
+--              absent while the lock is solo: see rwlock_common.lua);
+--              after them, on a Cluster, the watchdog may declare one
+--              more, which never exists and which the script never reads
+--              (watchdog.Hold.Absent: a migrating slot then refuses the
+--              call at both masters)
 -- ARGV[3i-2]   kind of hold i: "m" mutex (string), "h" hash of owner counts
 --              (reentrant, fair), "w" read/write lock, "s" semaphore; then
 --              "=" to set the lease exactly (an Extend of a fixed lease,
@@ -28,7 +32,9 @@
 -- touched again would abort it half-way at a migrating source. (A solo
 -- "w" or "s" hold declares its owners' set, which does not exist: Redis
 -- refuses that renewal while the slot migrates, so the watchdog sends it
--- alone in its call, see watchdog.group.)
+-- alone in its call, see watchdog.group. So it does a hold whose renewal
+-- answered 0 on a Cluster, asked again with the never-created key
+-- declared: see watchdog.Hold.suspect.)
 local now -- server time in ms (clock.lua), read once when a "w" or "s" hold needs it
 local out, k = {}, 1
 for i = 1, #ARGV / 3 do

@@ -56,6 +56,10 @@ type Hold struct {
 	Aux   string // KindRW, KindSemaphore: the owners' expiries (a sorted set); else ""
 	Kind  string // KindString, KindHash, KindRW or KindSemaphore
 	Token string // the owner token
+	// Absent is a key of the lock's slot that nothing ever creates
+	// (core.Keys.Absent), or "". On a Redis Cluster, a renewal that
+	// declares it runs only where the slot is settled: see suspect.
+	Absent string
 
 	// Replicas, if > 0, is how many replicas must confirm each renewal
 	// (WAIT on the renewal's connection, within ReplicaWait) before it
@@ -95,6 +99,21 @@ type Hold struct {
 	deadline time.Time
 	err      error
 	timer    *time.Timer
+
+	// suspect, set and read by the loop goroutine only: a renewal on a
+	// Cluster answered that the lock is gone, which is not proof. A
+	// renewal declares only the hold's keys, so that it keeps following
+	// a migrating slot; go-redis may then run it at the slot's importing
+	// master with ASKING while the lock is still at the source (an ASK
+	// followed after the slot had moved back and begun to move again,
+	// as traced in the Cluster resharding test; go-redis 9.7's pipeline
+	// retry may also move an ASKING in front of another command), where
+	// it finds nothing: that test lost a hold, its lock alive at the
+	// source. A
+	// suspect hold is asked again at once, alone and declaring Absent,
+	// which a migrating slot refuses at both masters: only a settled
+	// master's answer decides (see Watchdog.renewAll).
+	suspect bool
 }
 
 // NewHold returns a hold for the owner token on key, not yet watched.
@@ -112,6 +131,7 @@ type Watchdog struct {
 	rdb     redis.UniversalClient
 	scripts *scripts.Runner         // how renewals are sent (functions or scripts)
 	shardOf func(key string) string // what routes a key to a server
+	cluster bool                    // rdb is a Cluster client (see Hold.suspect)
 	lease   time.Duration
 	period  time.Duration
 
@@ -162,6 +182,7 @@ func New(rdb redis.UniversalClient, lease time.Duration, sr *scripts.Runner, onR
 		rdb:           rdb,
 		scripts:       sr,
 		shardOf:       shardKey(rdb),
+		cluster:       isCluster(rdb),
 		lease:         lease,
 		period:        lease / 3,
 		onRoundFailed: onRoundFailed,
@@ -618,15 +639,35 @@ func (w *Watchdog) round(claimsOnly bool) bool {
 	// take that long (many holds, a slow server), and at least a period.
 	ctx, cancel := context.WithTimeout(w.ctx, max(w.period, time.Second, time.Until(latest)))
 	defer cancel()
-	batches := group(plain, w.shardOf)
-	cmds := make([]*redis.Cmd, len(batches))
-	w.send(ctx, w.rdb, batches, cmds)
-	if w.apply(now, batches, cmds, nil, true) {
+	ok, batches, cmds := w.renewAll(ctx, now, group(plain, w.shardOf), true)
+	if ok {
 		return true
 	}
 	w.refused = refusal{first: now}
 	w.refused.take(w.rdb, batches, cmds)
 	return false
+}
+
+// renewAll sends the renewals of batches (at now) and takes their
+// outcome (apply); then it asks again, at once, for the holds that a
+// Cluster said were gone (see Hold.suspect), each alone in its call. It
+// reports whether every renewal was confirmed, and returns every batch
+// sent with its command, for the refusals to be sent again.
+func (w *Watchdog) renewAll(ctx context.Context, now time.Time, batches [][]*Hold, report bool) (bool, [][]*Hold, []*redis.Cmd) {
+	cmds := make([]*redis.Cmd, len(batches))
+	w.send(ctx, w.rdb, batches, cmds)
+	ok, suspects := w.apply(now, batches, cmds, nil, report)
+	if len(suspects) == 0 {
+		return ok, batches, cmds
+	}
+	again := group(suspects, w.shardOf)
+	againCmds := make([]*redis.Cmd, len(again))
+	sent := time.Now()
+	w.send(ctx, w.rdb, again, againCmds)
+	if ok2, _ := w.apply(sent, again, againCmds, nil, report); !ok2 {
+		ok = false
+	}
+	return ok, append(batches, again...), append(cmds, againCmds...)
 }
 
 // refusal is the renewals that a migrating slot refused, and when and how
@@ -698,10 +739,7 @@ func (w *Watchdog) resendRefused() {
 	}
 	ctx, cancel := context.WithTimeout(w.ctx, max(w.period, time.Second, time.Until(latest)))
 	defer cancel()
-	cmds := make([]*redis.Cmd, len(batches))
-	sent := time.Now()
-	w.send(ctx, w.rdb, batches, cmds)
-	w.apply(sent, batches, cmds, nil, false)
+	_, batches, cmds := w.renewAll(ctx, time.Now(), batches, false)
 	r.take(w.rdb, batches, cmds)
 }
 
@@ -769,12 +807,17 @@ func (w *Watchdog) send(ctx context.Context, via pipeliner, batches [][]*Hold, c
 }
 
 // apply takes the outcome of the renewals of batches, sent at now: each
-// hold renewed gets a new deadline, each found gone is lost. acks, for
-// renewals that replicas must confirm, is how many confirmed each batch
-// (a nil command: a batch that was not sent). It reports whether every
-// renewal was confirmed, and, with report, tells onRoundFailed if not.
-func (w *Watchdog) apply(now time.Time, batches [][]*Hold, cmds []*redis.Cmd, acks []int64, report bool) bool {
+// hold renewed gets a new deadline, each found gone is lost, but on a
+// Cluster, where a first "gone" makes a hold suspect, returned for the
+// caller to ask again (see Hold.suspect). acks, for renewals that
+// replicas must confirm, is how many confirmed each batch (a nil
+// command: a batch that was not sent; each was sent on its master's own
+// connection, which never follows a redirect: its "gone" is the
+// master's). It reports whether every renewal was confirmed, and, with
+// report, tells onRoundFailed if not.
+func (w *Watchdog) apply(now time.Time, batches [][]*Hold, cmds []*redis.Cmd, acks []int64, report bool) (bool, []*Hold) {
 	failed, again := 0, false
+	var suspects []*Hold
 	var firstErr error
 	fail := func(n int, err error) {
 		failed += n
@@ -811,6 +854,9 @@ func (w *Watchdog) apply(now time.Time, batches [][]*Hold, cmds []*redis.Cmd, ac
 				fail(1, fmt.Errorf("watchdog: %d of %d replicas confirmed a renewal", acks[i], h.Replicas))
 				continue
 			}
+			if res[j] == 1 && acks == nil {
+				h.suspect = false // a settled master has it (see Hold.suspect)
+			}
 			if res[j] == 1 && h.ext != h.sentExt {
 				// An Extend was sent meanwhile: whichever of the two ran
 				// last at Redis, the lease is at least what the Extend
@@ -835,6 +881,11 @@ func (w *Watchdog) apply(now time.Time, batches [][]*Hold, cmds []*redis.Cmd, ac
 				again = true
 				continue
 			}
+			if acks == nil && w.cluster && h.Absent != "" && !h.suspect {
+				h.suspect = true
+				suspects = append(suspects, h)
+				continue
+			}
 			w.loseLocked(h, lockerr.Loss(lockerr.Gone, "lock gone or taken by another owner"))
 		}
 	}
@@ -847,7 +898,7 @@ func (w *Watchdog) apply(now time.Time, batches [][]*Hold, cmds []*redis.Cmd, ac
 	if failed > 0 && report && w.onRoundFailed != nil && w.ctx.Err() == nil {
 		w.onRoundFailed(failed, firstErr)
 	}
-	return failed == 0 && !again
+	return failed == 0 && !again, suspects
 }
 
 // renewSynced renews, in its own goroutine, the batches of holds sent at
@@ -884,7 +935,7 @@ func (w *Watchdog) renewSynced(now time.Time, batches [][]*Hold, latest time.Tim
 		}()
 	}
 	wg.Wait()
-	if !w.apply(now, batches, cmds, acks, true) {
+	if ok, _ := w.apply(now, batches, cmds, acks, true); !ok {
 		select {
 		case w.retry <- struct{}{}:
 		default:
@@ -915,6 +966,9 @@ func renewCmd(ctx context.Context, p redis.Pipeliner, b []*Hold, how int) *redis
 		}
 		args = append(args, h.kindArg, h.Token, h.leaseMS)
 	}
+	if len(b) == 1 && b[0].suspect {
+		keys = append(keys, b[0].Absent) // alone in its batch: see group
+	}
 	switch how {
 	case asFunction:
 		return p.FCall(ctx, scripts.Renew.Function(false), keys, args...)
@@ -931,13 +985,14 @@ func group(holds []*Hold, shardOf func(key string) string) [][]*Hold {
 	bySlot := make(map[string][]*Hold)
 	for _, h := range holds {
 		s := shardOf(h.Key)
-		if h.Aux != "" && s != "" {
+		if (h.Aux != "" || h.suspect) && s != "" {
 			// A read/write lock's or a semaphore's renewal declares its
 			// owners' sorted set too, which a solo lock lacks: a
 			// migrating slot refuses it for as long as the move lasts
 			// (a multi-key call with a key missing). Alone in its
 			// batch, it does not take the other holds of the slot with
-			// it.
+			// it. So does a suspect hold's, which declares the slot's
+			// Absent key (see Hold.suspect).
 			s += "\x00" + h.Key
 		}
 		bySlot[s] = append(bySlot[s], h)
@@ -951,6 +1006,12 @@ func group(holds []*Hold, shardOf func(key string) string) [][]*Hold {
 		out = append(out, hs)
 	}
 	return out
+}
+
+// isCluster reports whether rdb is a Redis Cluster client.
+func isCluster(rdb redis.UniversalClient) bool {
+	_, ok := rdb.(*redis.ClusterClient)
+	return ok
 }
 
 func isNoScript(err error) bool {

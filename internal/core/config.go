@@ -149,9 +149,11 @@ func (k Keys) WaitPrefix() string { return k.base + ":w:" }
 // Absent returns a key of the lock's slot that nothing ever creates. On a
 // Redis Cluster every script that Owner.Run sends declares it (not the
 // watchdog's renewals, which only extend keys and keep following a
-// migrating slot while each of their declared keys is on one side; a
-// solo read/write lock's or semaphore's renewal, which declares its
-// absent owners' set, is refused while the slot migrates): while the slot
+// migrating slot while each of their declared keys is on one side, but
+// for a renewal that found the lock gone, asked again: see
+// watchdog.Hold.suspect; a solo read/write lock's or semaphore's
+// renewal, which declares its absent owners' set, is refused while the
+// slot migrates): while the slot
 // migrates, Redis checks the declared keys and, one of them missing,
 // refuses the script before it runs (TRYAGAIN, or ASK then TRYAGAIN at
 // the destination). Without it, a script whose keys all existed could

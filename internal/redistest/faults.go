@@ -3,7 +3,9 @@ package redistest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"sync"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
@@ -19,6 +21,19 @@ var ErrInjected = errors.New("redistest: injected network failure")
 type Faults struct {
 	on, lose atomic.Bool
 	Failed   atomic.Int64
+
+	mu     sync.Mutex
+	hidden []error
+}
+
+// Hidden returns the errors of commands that failed by themselves while
+// their replies were to be lost (LoseReplies): such a command may not
+// have run, and a test that counts on its effect can say why it is
+// missing.
+func (f *Faults) Hidden() []error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]error(nil), f.hidden...)
 }
 
 // Enable turns the failures on or off.
@@ -44,6 +59,11 @@ func (f *Faults) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		}
 		err := next(ctx, cmd)
 		if f.lose.Load() {
+			if err != nil {
+				f.mu.Lock()
+				f.hidden = append(f.hidden, fmt.Errorf("%v: %w", cmd.Args()[0], err))
+				f.mu.Unlock()
+			}
 			f.Failed.Add(1)
 			cmd.SetErr(ErrInjected)
 			return ErrInjected

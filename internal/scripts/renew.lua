@@ -32,9 +32,9 @@
 -- touched again would abort it half-way at a migrating source. (A solo
 -- "w" or "s" hold declares its owners' set, which does not exist: Redis
 -- refuses that renewal while the slot migrates, so the watchdog sends it
--- alone in its call, see watchdog.group. So it does a hold whose renewal
--- answered 0 on a Cluster, asked again with the never-created key
--- declared: see watchdog.Hold.suspect.)
+-- alone in its call, see watchdog.group; and so it sends the renewal of
+-- a hold that a first renewal on a Cluster found gone, asked again with
+-- the never-created key declared: see watchdog.Hold.suspect.)
 local now -- server time in ms (clock.lua), read once when a "w" or "s" hold needs it
 local out, k = {}, 1
 for i = 1, #ARGV / 3 do

@@ -100,8 +100,11 @@ type Hold struct {
 	err      error
 	timer    *time.Timer
 
-	// suspect, set and read by the loop goroutine only: a renewal on a
-	// Cluster answered that the lock is gone, which is not proof. A
+	// suspect: a renewal on a Cluster answered that the lock is gone,
+	// which is not proof. Written only by apply for renewals the loop
+	// goroutine sent (acks == nil), and read by that goroutine; a hold
+	// whose renewals replicas confirm (Replicas > 0, fixed for the hold)
+	// is never suspect, so renewSynced's goroutines read false. A
 	// renewal declares only the hold's keys, so that it keeps following
 	// a migrating slot; go-redis may then run it at the slot's importing
 	// master with ASKING while the lock is still at the source (an ASK
@@ -109,10 +112,9 @@ type Hold struct {
 	// as traced in the Cluster resharding test; go-redis 9.7's pipeline
 	// retry may also move an ASKING in front of another command), where
 	// it finds nothing: that test lost a hold, its lock alive at the
-	// source. A
-	// suspect hold is asked again at once, alone and declaring Absent,
-	// which a migrating slot refuses at both masters: only a settled
-	// master's answer decides (see Watchdog.renewAll).
+	// source. A suspect hold is asked again at once, alone and declaring
+	// Absent, which a migrating slot refuses at both masters: only a
+	// settled master's answer decides (see Watchdog.renewAll).
 	suspect bool
 }
 
@@ -652,7 +654,9 @@ func (w *Watchdog) round(claimsOnly bool) bool {
 // outcome (apply); then it asks again, at once, for the holds that a
 // Cluster said were gone (see Hold.suspect), each alone in its call. It
 // reports whether every renewal was confirmed, and returns every batch
-// sent with its command, for the refusals to be sent again.
+// sent with its command, for the refusals to be sent again. With report,
+// a failure is told to onRoundFailed once: the second call reports only
+// if the first confirmed every renewal.
 func (w *Watchdog) renewAll(ctx context.Context, now time.Time, batches [][]*Hold, report bool) (bool, [][]*Hold, []*redis.Cmd) {
 	cmds := make([]*redis.Cmd, len(batches))
 	w.send(ctx, w.rdb, batches, cmds)
@@ -664,7 +668,7 @@ func (w *Watchdog) renewAll(ctx context.Context, now time.Time, batches [][]*Hol
 	againCmds := make([]*redis.Cmd, len(again))
 	sent := time.Now()
 	w.send(ctx, w.rdb, again, againCmds)
-	if ok2, _ := w.apply(sent, again, againCmds, nil, report); !ok2 {
+	if ok2, _ := w.apply(sent, again, againCmds, nil, report && ok); !ok2 {
 		ok = false
 	}
 	return ok, append(batches, again...), append(cmds, againCmds...)

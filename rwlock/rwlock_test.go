@@ -290,35 +290,38 @@ func TestReleaseShrinksTTLToLongestHold(t *testing.T) {
 	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		// The issue's reader A at t0 with a 10 s lease and reader B at t5,
-		// scaled down to a 1 s lease and t = 500 ms: after B's release the
-		// writer must get in about when A's lease ends (~0.5 s later; "about
-		// 6 s" scaled is 0.6 s, bounded here at 0.9 s), not when B's would.
+		// scaled down to a 3 s lease and t = 1.5 s: after B's release the
+		// writer must get in when A's lease ends (the TTL the release
+		// left), not when B's would (1.5 s later). The bounds follow the
+		// TTL read after the release, not the sleep: a machine that stalls
+		// for half a second (CI did, failing the 1 s version) moves both.
+		const lease = 3 * time.Second
 		ctx := context.Background()
 		c, rdb := newClient(t, s)
 		name := redistest.Name(t)
-		a := rwlock.New(c, name, relock.WithLease(time.Second))
-		b := rwlock.New(c, name, relock.WithLease(time.Second))
+		a := rwlock.New(c, name, relock.WithLease(lease))
+		b := rwlock.New(c, name, relock.WithLease(lease))
 		w := rwlock.New(c, name)
 
 		require.NoError(t, a.RLock(ctx))
 		aStart := time.Now()
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(lease / 2)
 		require.NoError(t, b.RLock(ctx))
 		ttl := rdb.PTTL(ctx, lockKey(name)).Val()
-		assert.Greater(t, ttl, 900*time.Millisecond, "the TTL does not follow the newer, longer read hold")
+		assert.Greater(t, ttl, lease-300*time.Millisecond, "the TTL does not follow the newer, longer read hold")
 		require.NoError(t, b.RUnlock(ctx))
 		ttl = rdb.PTTL(ctx, lockKey(name)).Val()
-		aLeft := time.Second - time.Since(aStart)
-		assert.LessOrEqual(t, ttl, aLeft+100*time.Millisecond, "the release did not shrink the TTL to A's remainder (B's would be ~1 s)")
-		assert.Positive(t, ttl, "the release dropped A's hold")
-
 		start := time.Now()
-		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		aLeft := lease - time.Since(aStart)
+		assert.LessOrEqual(t, ttl, aLeft+100*time.Millisecond, "the release did not shrink the TTL to A's remainder (B's would be ~3 s)")
+		require.Positive(t, ttl, "the release dropped A's hold")
+
+		wctx, cancel := context.WithTimeout(ctx, 2*lease)
 		defer cancel()
 		require.NoError(t, w.Lock(wctx))
 		got := time.Since(start)
-		assert.GreaterOrEqual(t, got, 300*time.Millisecond, "writer got in while A held")
-		assert.Less(t, got, 900*time.Millisecond, "writer waited for B's released hold")
+		assert.GreaterOrEqual(t, got, ttl-250*time.Millisecond, "writer got in while A held (A's TTL was %v)", ttl)
+		assert.Less(t, got, ttl+lease/4, "writer waited for B's released hold (A's TTL was %v)", ttl)
 		require.NoError(t, w.Unlock(ctx))
 	})
 }
@@ -327,7 +330,9 @@ func TestCrashedReaderExpires(t *testing.T) {
 	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
-		const lease = 600 * time.Millisecond // renewed every 200 ms
+		// Renewed every 400 ms: a 600 ms lease, renewed every 200 ms, was
+		// lost in CI when the machine stalled.
+		const lease = 1200 * time.Millisecond
 		crashing, _ := newClient(t, s, relock.WithWatchdogTimeout(lease))
 		c, _ := newClient(t, s)
 		name := redistest.Name(t)

@@ -147,18 +147,18 @@ func (k Keys) Sub(suffix string) string { return k.base + ":" + suffix }
 func (k Keys) WaitPrefix() string { return k.base + ":w:" }
 
 // Absent returns a key of the lock's slot that nothing ever creates. On a
-// Redis Cluster every script that Owner.Run sends declares it (not the
-// watchdog's renewals, which only extend keys and keep following a
-// migrating slot while each of their declared keys is on one side, but
-// for a renewal that found the lock gone, asked again: see
-// watchdog.Hold.suspect; a solo read/write lock's or semaphore's
-// renewal, which declares its absent owners' set, is refused while the
-// slot migrates): while the slot
-// migrates, Redis checks the declared keys and, one of them missing,
+// Redis Cluster every script that Owner.Run sends declares it: while the
+// slot migrates, Redis checks the declared keys and, one of them missing,
 // refuses the script before it runs (TRYAGAIN, or ASK then TRYAGAIN at
 // the destination). Without it, a script whose keys all existed could
 // start at the source and fail half-way, its writes so far kept, on a key
 // it had emptied itself ("Script attempted to access a non local key").
+// The watchdog's renewals, which only extend keys, do not declare it, so
+// that they keep following a migrating slot while each of their declared
+// keys is on one side; but a renewal that found the lock gone is asked
+// again declaring it (see watchdog.Hold.suspect). A solo read/write
+// lock's or semaphore's renewal declares its absent owners' set, and is
+// refused while the slot migrates.
 func (k Keys) Absent() string { return k.base + ":absent" }
 
 // Record returns the request-record key of an owner.

@@ -88,7 +88,7 @@ func (m *Mutex) newHold(start time.Time, req string, state []int, fixed time.Dur
 func (h *hold) watchLocked(i int, lease time.Duration) {
 	m := h.m
 	w := watchdog.NewHold(m.keys.Lock, watchdog.KindString, m.token)
-	w.Absent = m.keys.Absent() // a master may be a Cluster
+	w.Absent = m.owners[i].Absent() // a master may be a Cluster
 	w.OnLost = func(cause error) { h.masterLost(i, cause) }
 	h.wd[i] = w
 	h.state[i] = stHeld

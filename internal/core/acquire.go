@@ -308,7 +308,7 @@ func (h *Holder) grantedLocked(r *Request, c *call, start time.Time, fence int64
 // watchdog hold (not yet watched), its scope, its events.
 func (h *Holder) beginLocked(class Class, watched bool, begin time.Time, c *call, pushed bool) {
 	h.hold = watchdog.NewHold(h.Keys.Lock, h.watchKind, h.Token)
-	h.hold.Aux, h.hold.Absent = h.watchAux, h.Keys.Absent()
+	h.hold.Aux, h.hold.Absent = h.watchAux, h.Owner.Absent()
 	h.hold.Replicas, h.hold.ReplicaWait = h.Cfg.SyncReplicas, h.Cfg.SyncTimeout
 	h.last = h.hold
 	h.since = time.Now()

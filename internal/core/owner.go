@@ -189,6 +189,17 @@ func (o *Owner) forCluster(keys []string) []string {
 	return append(keys[:len(keys):len(keys)], o.Keys.Absent())
 }
 
+// Absent returns the lock's never-created key (Keys.Absent) on a Cluster,
+// where a call that declares it runs only at a master whose slot is
+// settled, and "" elsewhere: what a watchdog hold of the lock carries
+// (watchdog.Hold.Absent).
+func (o *Owner) Absent() string {
+	if !o.E.sharded {
+		return ""
+	}
+	return o.Keys.Absent()
+}
+
 // send runs call via the owner's client or pinned connection, calling it
 // again while a Cluster refuses it because its slot moves (see again).
 func (o *Owner) send(ctx context.Context, via scripts.Caller, pinned bool, call func(context.Context, scripts.Caller) *redis.Cmd) *redis.Cmd {

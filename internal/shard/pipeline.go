@@ -19,10 +19,10 @@ const clusterFanout = 16
 // Pipelined sends the commands that queue queues and returns (as
 // go-redis's Pipelined does) the first error among their replies (a
 // script call left without reply or error by a pipeline that failed gets
-// its error: see failUnanswered): in one
-// pipeline, except on a ClusterClient, where each command goes in a
-// pipeline of its own, clusterFanout at a time (so that the client's
-// pipeline hooks still see them).
+// its error: see failUnanswered): in one pipeline, except on a
+// ClusterClient, where each command goes in a pipeline of its own,
+// clusterFanout at a time (so that the client's pipeline hooks still see
+// them).
 //
 // go-redis's cluster pipelines (v9.7 to v9.23 at least) may send one
 // command twice at once while a slot migrates: when the first command of

@@ -56,9 +56,9 @@ type Hold struct {
 	Aux   string // KindRW, KindSemaphore: the owners' expiries (a sorted set); else ""
 	Kind  string // KindString, KindHash, KindRW or KindSemaphore
 	Token string // the owner token
-	// Absent is a key of the lock's slot that nothing ever creates
-	// (core.Keys.Absent), or "". On a Redis Cluster, a renewal that
-	// declares it runs only where the slot is settled: see suspect.
+	// Absent is, on a Redis Cluster, a key of the lock's slot that
+	// nothing ever creates (core.Keys.Absent): a renewal that declares it
+	// runs only where the slot is settled (see suspect). "" elsewhere.
 	Absent string
 
 	// Replicas, if > 0, is how many replicas must confirm each renewal
@@ -133,7 +133,6 @@ type Watchdog struct {
 	rdb     redis.UniversalClient
 	scripts *scripts.Runner         // how renewals are sent (functions or scripts)
 	shardOf func(key string) string // what routes a key to a server
-	cluster bool                    // rdb is a Cluster client (see Hold.suspect)
 	lease   time.Duration
 	period  time.Duration
 
@@ -184,7 +183,6 @@ func New(rdb redis.UniversalClient, lease time.Duration, sr *scripts.Runner, onR
 		rdb:           rdb,
 		scripts:       sr,
 		shardOf:       shardKey(rdb),
-		cluster:       isCluster(rdb),
 		lease:         lease,
 		period:        lease / 3,
 		onRoundFailed: onRoundFailed,
@@ -885,7 +883,7 @@ func (w *Watchdog) apply(now time.Time, batches [][]*Hold, cmds []*redis.Cmd, ac
 				again = true
 				continue
 			}
-			if acks == nil && w.cluster && h.Absent != "" && !h.suspect {
+			if acks == nil && h.Absent != "" && !h.suspect {
 				h.suspect = true
 				suspects = append(suspects, h)
 				continue
@@ -1010,12 +1008,6 @@ func group(holds []*Hold, shardOf func(key string) string) [][]*Hold {
 		out = append(out, hs)
 	}
 	return out
-}
-
-// isCluster reports whether rdb is a Redis Cluster client.
-func isCluster(rdb redis.UniversalClient) bool {
-	_, ok := rdb.(*redis.ClusterClient)
-	return ok
 }
 
 func isNoScript(err error) bool {

@@ -78,16 +78,15 @@ func New(c *relock.Client, name string, opts ...relock.LockOption) *Lock {
 	return l
 }
 
-// Lock acquires the lock (or re-enters it if this handle holds it),
-// joining the queue and waiting for its turn until ctx ends. On ctx end it
-// returns an error matching both relock.ErrNotObtained and ctx.Err(), and
-// the handle has left the queue.
-// A Redis error (unreachable, a timeout) ends the wait too: it returns
-// that error after the same clean-up (what a Redis that does not answer
-// keeps of the attempt expires on its own, within the lease); call it
-// again to wait again.
-// Like package reentrant's Lock, it refuses a re-entry on a lost hold, and every acquire until the lost holds have
-// been unlocked, with relock.ErrNotHeld.
+// Lock acquires the lock (or re-enters it if this handle holds it), joining
+// the queue and waiting for its turn until ctx ends. On ctx end it returns
+// an error matching both relock.ErrNotObtained and ctx.Err(), and the handle
+// has left the queue. A Redis error (unreachable, a timeout) ends the wait
+// too: it returns that error after the same clean-up (what a Redis that does
+// not answer keeps of the attempt expires on its own, within the lease);
+// call it again to wait again. Like package reentrant's Lock, it refuses a
+// re-entry on a lost hold, and every acquire until the lost holds have been
+// unlocked, with relock.ErrNotHeld.
 func (l *Lock) Lock(ctx context.Context) error { return l.x.Lock(ctx, "lock", 0, false) }
 
 // LockFor is Lock for a hold with a lease of its own (see

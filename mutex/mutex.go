@@ -79,18 +79,16 @@ func New(c *relock.Client, name string, opts ...relock.LockOption) *Mutex {
 // the holder's lease to run out, whichever comes first.
 //
 // On ctx end it returns an error matching both relock.ErrNotObtained and
-// ctx.Err(), and leaves nothing behind but a short-lived request record
-// (if an attempt was in flight and did take the lock, it is released; the
-// record refuses a late copy of that attempt, and expires within the
-// lease).
-// A Redis error (unreachable, a timeout) ends the wait too: it returns
-// that error after the same clean-up (what a Redis that does not answer
-// keeps of the attempt expires on its own, within the lease); call it
-// again to wait again.
-// Lock on a handle that already holds the mutex returns
+// ctx.Err(), and leaves nothing behind but a short-lived request record (if
+// an attempt was in flight and did take the lock, it is released; the record
+// refuses a late copy of that attempt, and expires within the lease). A
+// Redis error (unreachable, a timeout) ends the wait too: it returns that
+// error after the same clean-up (what a Redis that does not answer keeps of
+// the attempt expires on its own, within the lease); call it again to wait
+// again. Lock on a handle that already holds the mutex returns
 // relock.ErrAlreadyHeld at once; after its hold was lost, Lock returns
-// relock.ErrNotHeld until Unlock has reported the loss (see "When a hold
-// is lost" in package relock).
+// relock.ErrNotHeld until Unlock has reported the loss (see "When a hold is
+// lost" in package relock).
 func (m *Mutex) Lock(ctx context.Context) error { return m.x.Lock(ctx, "lock", 0, false) }
 
 // LockFor is Lock for a hold with a lease of its own (Redisson's

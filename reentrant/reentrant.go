@@ -67,15 +67,14 @@ func New(c *relock.Client, name string, opts ...relock.LockOption) *Lock {
 // length.
 //
 // On ctx end it returns an error matching both relock.ErrNotObtained and
-// ctx.Err(), and the hold count is as before the call.
-// A Redis error (unreachable, a timeout) ends the wait too: it returns
-// that error after the same clean-up (what a Redis that does not answer
-// keeps of the attempt expires on its own, within the lease); call it
-// again to wait again.
-// A re-entry on a hold that was lost (see Lost) returns an error matching relock.ErrNotHeld: the
-// outer critical section is no longer protected. Such a handle refuses
-// every Lock until it has been unlocked as many times as it was locked
-// (see "When a hold is lost" in package relock).
+// ctx.Err(), and the hold count is as before the call. A Redis error
+// (unreachable, a timeout) ends the wait too: it returns that error after
+// the same clean-up (what a Redis that does not answer keeps of the attempt
+// expires on its own, within the lease); call it again to wait again. A
+// re-entry on a hold that was lost (see Lost) returns an error matching
+// relock.ErrNotHeld: the outer critical section is no longer protected. Such
+// a handle refuses every Lock until it has been unlocked as many times as it
+// was locked (see "When a hold is lost" in package relock).
 func (l *Lock) Lock(ctx context.Context) error { return l.x.Lock(ctx, "lock", 0, false) }
 
 // LockFor is Lock for a hold with a lease of its own (see

@@ -95,15 +95,14 @@ func New(c *relock.Client, name string, opts ...relock.LockOption) *RWMutex {
 // the handle's holds to its full length.
 //
 // On ctx end it returns an error matching both relock.ErrNotObtained and
-// ctx.Err(), and the hold counts are as before the call.
-// A Redis error (unreachable, a timeout) ends the wait too: it returns
-// that error after the same clean-up (what a Redis that does not answer
-// keeps of the attempt expires on its own, within the lease); call it
-// again to wait again.
-// A re-entry on holds that were lost (see Lost) returns an error matching
+// ctx.Err(), and the hold counts are as before the call. A Redis error
+// (unreachable, a timeout) ends the wait too: it returns that error after
+// the same clean-up (what a Redis that does not answer keeps of the attempt
+// expires on its own, within the lease); call it again to wait again. A
+// re-entry on holds that were lost (see Lost) returns an error matching
 // relock.ErrNotHeld, and so does every acquire of the handle until it has
-// been unlocked as many times as it was locked (see "When a hold is lost"
-// in package relock).
+// been unlocked as many times as it was locked (see "When a hold is lost" in
+// package relock).
 func (l *RWMutex) RLock(ctx context.Context) error { return l.rlock(ctx, 0, false) }
 
 // RLockFor is RLock for holds with a lease of their own: when the handle

@@ -143,15 +143,14 @@ func (s *Semaphore) check(op string, n int, release bool) error {
 // lease of all of the handle's permits to its full length.
 //
 // On ctx end it returns an error matching both relock.ErrNotObtained and
-// ctx.Err(), the handle has left the queue, and it holds what it held
-// before (permits granted to it meanwhile are passed on).
-// A Redis error (unreachable, a timeout) ends the wait too: it returns
-// that error after the same clean-up (what a Redis that does not answer
-// keeps of the attempt expires on its own, within the lease); call it
-// again to wait again.
-// After the handle's permits were lost (see Lost), Acquire returns an error matching
-// relock.ErrNotHeld until they have all been released (see "When a hold
-// is lost" in package relock).
+// ctx.Err(), the handle has left the queue, and it holds what it held before
+// (permits granted to it meanwhile are passed on). A Redis error
+// (unreachable, a timeout) ends the wait too: it returns that error after
+// the same clean-up (what a Redis that does not answer keeps of the attempt
+// expires on its own, within the lease); call it again to wait again. After
+// the handle's permits were lost (see Lost), Acquire returns an error
+// matching relock.ErrNotHeld until they have all been released (see "When a
+// hold is lost" in package relock).
 func (s *Semaphore) Acquire(ctx context.Context, n int) error { return s.acquire(ctx, n, 0, false) }
 
 // AcquireFor is Acquire for permits with a lease of their own: when the

@@ -372,14 +372,14 @@ func ShortHeartbeatKeepsPlace(t *testing.T, k Kind) {
 		name := redistest.Name(t)
 		c, rdb := redistest.NewClient(t, s)
 		x, later := k.New(c, name), k.waiter(c, name)
-		// (100 and 200 ms lost the place on a loaded machine.)
-		first := k.waiter(c, name, relock.WithHeartbeat(500*time.Millisecond))
+		// (100, 200 and 500 ms lost the place on a loaded machine.)
+		first := k.waiter(c, name, relock.WithHeartbeat(time.Second))
 		require.NoError(t, x.Lock(ctx))
 		f := lockAsync(ctx, first)
 		waitQueued(t, rdb, k, name, 1)
 		l := lockAsync(ctx, later)
 		waitQueued(t, rdb, k, name, 2)
-		time.Sleep(1500 * time.Millisecond) // 3 of first's heartbeats
+		time.Sleep(3 * time.Second) // 3 of first's heartbeats
 		require.NoError(t, x.Unlock(ctx))
 		select {
 		case err := <-f:

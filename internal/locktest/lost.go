@@ -173,9 +173,9 @@ func PartialReleaseResentLate(t *testing.T, k Kind) {
 	}
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
-		// Records live min(lease, 15 s): 600 ms here, renewed holds (every
-		// 200 ms; a 300 ms lease lapsed on a loaded machine).
-		c, rdb := redistest.NewClient(t, s, relock.WithWatchdogTimeout(600*time.Millisecond))
+		// Records live min(lease, 15 s): 1.2 s here, renewed holds (every
+		// 400 ms; 300 and 600 ms leases lapsed on a loaded machine).
+		c, rdb := redistest.NewClient(t, s, relock.WithWatchdogTimeout(1200*time.Millisecond))
 		faults := &redistest.Faults{}
 		redistest.AddHook(rdb, faults)
 		name := redistest.Name(t)
@@ -185,7 +185,7 @@ func PartialReleaseResentLate(t *testing.T, k Kind) {
 		faults.LoseReplies(true)
 		require.ErrorIs(t, h.Unlock(ctx), redistest.ErrInjected)
 		faults.LoseReplies(false)
-		time.Sleep(1200 * time.Millisecond) // the record expired; the hold is renewed
+		time.Sleep(2400 * time.Millisecond) // the record expired; the hold is renewed
 		require.NoError(t, h.Unlock(ctx), "the resent partial release")
 		assert.True(t, h.Held(), "one hold is left")
 		ok, err := other.TryLock(ctx)

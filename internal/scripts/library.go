@@ -41,19 +41,27 @@ end
 	}
 	helpers := b.String()
 
+	// A script's body is compiled once, as a local function of a block
+	// that registers both twins, which call it: the library takes 148 KB
+	// of the functions' Lua heap, where a copy of each body per twin took
+	// 201 KB (collectgarbage('count') after a full collection, Redis
+	// 7.0.15). Redis's Lua garbage collector takes a step every 50 calls
+	// of any function, and each of its cycles traverses the whole heap.
 	var fns strings.Builder
 	for _, s := range all {
 		body := strings.ReplaceAll(s.body, publishCall, "publish(")
+		fns.WriteString("do\nlocal function body()\n" + body + "\nend\n")
 		for _, twin := range []bool{false, true} {
 			name := s.name
 			flag := "false"
 			if twin {
 				name, flag = name+"_s", "true"
 			}
-			fns.WriteString("redis.register_function{function_name='<prefix>" + name + "', callback=function(keys, args)\nKEYS, ARGV, cluster = keys, args, " + flag + "\n")
-			fns.WriteString(body)
-			fns.WriteString("\nend" + s.flags() + "}\n")
+			fns.WriteString("redis.register_function{function_name='<prefix>" + name +
+				"', callback=function(keys, args)\nKEYS, ARGV, cluster = keys, args, " + flag +
+				"\nreturn body()\nend" + s.flags() + "}\n")
 		}
+		fns.WriteString("end\n")
 	}
 	sum := sha1.Sum([]byte(helpers + fns.String()))
 	library.version = hex.EncodeToString(sum[:])[:12]

@@ -195,7 +195,9 @@ func startRelock(t *testing.T, env []string, stdin io.Reader, args ...string) *p
 	// A race-enabled binary sleeps 1s on exit (to let late races be
 	// reported) unless told not to; the child inherits it.
 	gorace := strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
-	p.cmd.Env = append(append(os.Environ(), "GORACE="+gorace), env...)
+	// GOTRACEBACK=all: a command that overstays wait gets SIGABRT, and
+	// prints every goroutine.
+	p.cmd.Env = append(append(os.Environ(), "GORACE="+gorace, "GOTRACEBACK=all"), env...)
 	p.cmd.Stdin, p.cmd.Stdout, p.cmd.Stderr = stdin, &p.stdout, &p.stderr
 	p.start = time.Now()
 	require.NoError(t, p.cmd.Start())
@@ -217,7 +219,14 @@ func (p *proc) wait(t *testing.T, d time.Duration) result {
 	select {
 	case <-p.done:
 	case <-time.After(d):
-		t.Fatalf("relock %s still runs after %v\nstdout: %s\nstderr: %s", strings.Join(p.cmd.Args[2:], " "), d, p.stdout.String(), p.stderr.String())
+		// SIGABRT (which run does not handle) makes the Go runtime print
+		// where every goroutine was: what the command waited for.
+		_ = p.cmd.Process.Signal(syscall.SIGABRT)
+		select {
+		case <-p.done:
+		case <-time.After(5 * time.Second):
+		}
+		t.Fatalf("relock %s still runs after %v (SIGABRT sent)\nstdout: %s\nstderr: %s", strings.Join(p.cmd.Args[2:], " "), d, p.stdout.String(), p.stderr.String())
 	}
 	r := result{code: exitCode(p.cmd.ProcessState), stdout: p.stdout.String(), stderr: p.stderr.String(), took: p.took}
 	t.Logf("relock %s: exit %d in %v\n%s%s", strings.Join(p.cmd.Args[2:], " "), r.code, r.took.Round(time.Millisecond), r.stdout, r.stderr)

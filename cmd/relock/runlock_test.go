@@ -380,8 +380,12 @@ func TestRunExclusive(t *testing.T) {
 			args := append([]string{"-redis", redisURL(s), "run", "-lease", "2s", name, "--"}, childArgs(t, "record", file, "100ms")...)
 			ps = append(ps, startRelock(t, nil, nil, args...))
 		}
+		// Six runs one after another, each starting a race-enabled child:
+		// CI27 found the first still waiting after 30 s (a load that made
+		// the whole suite 1.6x slower), so all of them get 90 s.
+		deadline := time.Now().Add(90 * time.Second)
 		for _, p := range ps {
-			r := p.wait(t, 30*time.Second)
+			r := p.wait(t, time.Until(deadline))
 			require.Equal(t, 0, r.code, r.stderr)
 			assert.Empty(t, r.stderr)
 		}

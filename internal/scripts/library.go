@@ -45,8 +45,8 @@ end
 	// that registers both twins, which call it: the library takes 148 KB
 	// of the functions' Lua heap, where a copy of each body per twin took
 	// 201 KB (collectgarbage('count') after a full collection, Redis
-	// 7.0.15). Redis's Lua garbage collector takes a step every 50 calls
-	// of any function, and each of its cycles traverses the whole heap.
+	// 7.0.15). Memory, not time: the garbage collector's work follows
+	// what the calls allocate (see docs/design.md#cost).
 	var fns strings.Builder
 	for _, s := range all {
 		body := strings.ReplaceAll(s.body, publishCall, "publish(")

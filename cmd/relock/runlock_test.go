@@ -380,9 +380,10 @@ func TestRunExclusive(t *testing.T) {
 			args := append([]string{"-redis", redisURL(s), "run", "-lease", "2s", name, "--"}, childArgs(t, "record", file, "100ms")...)
 			ps = append(ps, startRelock(t, nil, nil, args...))
 		}
-		// Six runs one after another, each starting a race-enabled child:
-		// CI27 found the first still waiting after 30 s (a load that made
-		// the whole suite 1.6x slower), so all of them get 90 s.
+		// Six runs one after another, each starting a race-enabled child
+		// (5-9 s for the six on an idle machine): a CI run on a machine
+		// at about 0.6x speed found one still waiting after 30 s, so the
+		// six get 90 s in all.
 		deadline := time.Now().Add(90 * time.Second)
 		for _, p := range ps {
 			r := p.wait(t, time.Until(deadline))

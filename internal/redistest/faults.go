@@ -17,7 +17,11 @@ var ErrInjected = errors.New("redistest: injected network failure")
 // Faults is a go-redis hook that, while enabled, fails every command and
 // pipeline without sending it, as a network partition would; or, in
 // lose-replies mode, sends each command and then reports it failed, as a
-// connection that breaks before the reply arrives.
+// connection that breaks before the reply arrives. Lost replies spare the
+// commands with which go-redis sets a new connection up (HELLO, CLIENT
+// MAINT_NOTIFICATIONS, ...): go-redis 9.23 sends them through the hooks
+// (9.7 did not), and losing one's reply would fail the command that
+// needed the connection without sending it.
 type Faults struct {
 	on, lose atomic.Bool
 	Failed   atomic.Int64
@@ -58,7 +62,7 @@ func (f *Faults) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			return ErrInjected
 		}
 		err := next(ctx, cmd)
-		if f.lose.Load() {
+		if f.lose.Load() && !handshake(cmd) {
 			if err != nil {
 				f.mu.Lock()
 				f.hidden = append(f.hidden, fmt.Errorf("%v: %w", cmd.Args()[0], err))

@@ -23,7 +23,7 @@ const queued = 150 * time.Millisecond
 
 // singles counts the commands a client sends one by one, but the
 // watchdog's renewals and claims (see renewal: in a pipeline on a single
-// server, one by one on a Cluster).
+// server, one by one on a Cluster) and the set-up of a new connection.
 type singles struct{ n atomic.Int64 }
 
 func (c *singles) DialHook(next redis.DialHook) redis.DialHook {
@@ -34,7 +34,7 @@ func (c *singles) DialHook(next redis.DialHook) redis.DialHook {
 
 func (c *singles) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if !renewal(cmd) {
+		if !renewal(cmd) && !redistest.Handshake(cmd) {
 			c.n.Add(1)
 		}
 		return next(ctx, cmd)

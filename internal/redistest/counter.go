@@ -87,7 +87,7 @@ func (c *Counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		switch {
 		case core.IsSweep(cmd):
 			c.sweeps.Add(1)
-		case !handshake(cmd):
+		case !Handshake(cmd):
 			c.cmds.Add(1)
 			c.trips.Add(1)
 			c.remember(cmd)
@@ -104,7 +104,7 @@ func (c *Counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 			switch {
 			case core.IsSweep(cmd):
 				c.sweeps.Add(1)
-			case !handshake(cmd):
+			case !Handshake(cmd):
 				n++
 				c.remember(cmd)
 			}
@@ -117,9 +117,9 @@ func (c *Counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 	}
 }
 
-// handshake reports whether cmd is one that go-redis sends when it sets up
-// a connection.
-func handshake(cmd redis.Cmder) bool {
+// Handshake reports whether cmd is one that go-redis sends when it sets up
+// a connection (go-redis 9.23 sends them through the hooks, 9.7 did not).
+func Handshake(cmd redis.Cmder) bool {
 	switch strings.ToLower(cmd.Name()) {
 	case "hello", "auth", "select", "readonly", "client":
 		return true

@@ -62,7 +62,7 @@ func (f *Faults) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			return ErrInjected
 		}
 		err := next(ctx, cmd)
-		if f.lose.Load() && !handshake(cmd) {
+		if f.lose.Load() && !Handshake(cmd) {
 			if err != nil {
 				f.mu.Lock()
 				f.hidden = append(f.hidden, fmt.Errorf("%v: %w", cmd.Args()[0], err))

@@ -19,22 +19,23 @@
 // else (wake-ups, Subscribe and Sub.Close on other shards, Close).
 //
 // On a Cluster the scripts publish with SPUBLISH (sharded pub/sub, Redis
-// 7), which only the nodes of the channel's shard deliver (its master,
-// and its replicas, a hop later): the hub keeps a sharded connection
+// 7), which only the nodes of the channel's shard deliver (its master, and
+// its replicas, a hop later): the hub keeps a sharded connection
 // (SSUBSCRIBE) per master that has channels with waiters, at most one per
 // master. A channel's master is the one the client's cluster state names
-// when its first waiter subscribes; a state that names nobody for its
-// slot (while the slot changes hands) makes go-redis pick a random node,
-// which refuses the channel (the connection is dropped, and the channel
-// routed afresh) unless it is the master or its replica: on the replica
-// the channel stays, and its messages reach its waiters (3 runs of 20 of
-// TestClusterErrorReply). When a connection breaks (its master died, or failed over), the hub closes it
-// instead of letting go-redis reconnect it (it would reconnect to any
-// node): the waiters of its channels are woken once, then rely on their
-// timers, and the next Subscribe of a channel routes it afresh. The same
-// holds for a channel that its node unsubscribes (its slot moved). On a
-// Redis before 7, SSUBSCRIBE is unknown: the hub reports a refusal and
-// waiters poll (the scripts fall back to PUBLISH).
+// when its first waiter subscribes; a state that names nobody for its slot
+// (while the slot changes hands) makes go-redis pick a random node, which
+// refuses the channel (the connection is dropped, and the channel routed
+// afresh) unless it is the master or its replica: on the replica the
+// channel stays, and its messages reach its waiters (3 runs of 20 of
+// TestClusterErrorReply). When a connection breaks (its master died, or
+// failed over), the hub closes it instead of letting go-redis reconnect it
+// (it would reconnect to any node): the waiters of its channels are woken
+// once, then rely on their timers, and the next Subscribe of a channel
+// routes it afresh. The same holds for a channel that its node
+// unsubscribes (its slot moved). On a Redis before 7, SSUBSCRIBE is
+// unknown: the hub reports a refusal and waiters poll (the scripts fall
+// back to PUBLISH).
 //
 // A Ring does not broadcast: a release
 // publishes on the shard that holds its lock (the channel shares the

@@ -221,7 +221,9 @@ func (s *Semaphore) Release(ctx context.Context, n int) error {
 }
 
 // Held returns the permits this handle holds now, as far as it knows: 0
-// once they are known to be lost (see Lost). It asks nothing of Redis.
+// once they are known to be lost (see Lost) or are past their local
+// deadline (0 then even if Lost has not fired yet). It asks nothing of
+// Redis.
 func (s *Semaphore) Held() int { return s.h.Held(core.Units) }
 
 // Available returns the permits free now (the capacity minus those held),

@@ -514,16 +514,26 @@ func (h *Holder) HoldContext(parent context.Context) context.Context {
 	return h.scope.Context(parent)
 }
 
-// Held returns the units of class the handle holds as far as it knows
-// (0 once its holds are known to be lost).
+// Held returns the units of class the handle holds as far as it knows:
+// 0 once its holds are known to be lost, and from their local deadline on
+// even before the watchdog's timer has declared them lost (a timer fires
+// late when the process is starved of CPU; Lost then closes late too, but
+// Held reads the clock, so it never reports a hold that may have expired
+// at Redis).
 func (h *Holder) Held(class Class) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.syncLostLocked()
-	if h.lost != nil {
+	if h.goneLocked() {
 		return 0
 	}
 	return h.held[class]
+}
+
+// goneLocked reports whether the handle's holds are lost or past their
+// local deadline, for the getters that ask nothing of Redis.
+func (h *Holder) goneLocked() bool {
+	h.syncLostLocked()
+	return h.lost != nil || h.hold != nil && h.E.WD.Expired(h.hold) != nil
 }
 
 // Lost returns a channel closed when the handle's current holds are lost;
@@ -538,12 +548,12 @@ func (h *Holder) Lost() <-chan struct{} {
 }
 
 // Fence returns the fencing token of the hold of class, or 0 when the
-// handle holds none (or lost it) or fencing is off.
+// handle holds none (or lost it, or is past its local deadline: see Held) or
+// fencing is off.
 func (h *Holder) Fence(class Class) int64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.syncLostLocked()
-	if h.lost != nil || h.held[class] == 0 {
+	if h.goneLocked() || h.held[class] == 0 {
 		return 0
 	}
 	return h.fence[class]

@@ -1,6 +1,8 @@
 package redistest
 
 import (
+	"context"
+	"errors"
 	"runtime"
 	"strings"
 	"testing"
@@ -42,6 +44,35 @@ func CheckGoroutinesOf(t testing.TB, what string, match func(stack string) bool)
 			time.Sleep(20 * time.Millisecond)
 		}
 	})
+}
+
+// Subscribed makes a Client open its subscription connection, which
+// stays with the Client, and waits for its goroutine: a test that counts
+// goroutines (CheckGoroutines) calls it before, so that goroutine is
+// counted before. wait must be a wait of that Client that cannot be
+// granted, and must end with its ctx (an error matching
+// context.DeadlineExceeded). Subscribed calls it with a timeout of 20 ms,
+// then twice as long each time, while no subscription goroutine runs: a
+// wait that ends before the connection is dialled may leave it undialled,
+// and one that ends while it is dialled leaves its goroutine to start
+// after.
+func Subscribed(t testing.TB, wait func(ctx context.Context) error) {
+	t.Helper()
+	hub := func(stack string) bool { return strings.Contains(stack, "internal/notify.(*Hub).receive(") }
+	for d := 20 * time.Millisecond; ; d *= 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		err := wait(ctx)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("a wait that cannot be granted returned %v, not its ctx's end", err)
+		}
+		if n, _ := count(hub); n > 0 {
+			return
+		}
+		if d > 5*time.Second {
+			t.Fatalf("no subscription goroutine runs after waits of up to %v", d)
+		}
+	}
 }
 
 // Library reports whether a goroutine's stack runs relock's internal

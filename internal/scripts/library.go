@@ -26,8 +26,8 @@ func buildLibrary() {
 	var b strings.Builder
 	b.WriteString(spublish)
 	// Each function sets, before its body runs, the KEYS and ARGV that
-	// its body and helpers read (a script's globals), and how they
-	// publish.
+	// its body and helpers read (a script's globals), how they publish,
+	// and forgets the previous call's time (clock_us, clock.lua).
 	b.WriteString(`local KEYS, ARGV = {}, {}
 local cluster = false
 local function publish(channel, msg)
@@ -58,7 +58,7 @@ end
 				name, flag = name+"_s", "true"
 			}
 			fns.WriteString("redis.register_function{function_name='<prefix>" + name +
-				"', callback=function(keys, args)\nKEYS, ARGV, cluster = keys, args, " + flag +
+				"', callback=function(keys, args)\nKEYS, ARGV, cluster, clock_us = keys, args, " + flag + ", false" +
 				"\nreturn body()\nend" + s.flags() + "}\n")
 		}
 		fns.WriteString("end\n")

@@ -14,12 +14,6 @@
 -- call scans the queue. Both sets live as long as their longest-lived
 -- waiter (their TTL only ever grows).
 
--- server_us returns the server's time in microseconds.
-local function server_us()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
-
 -- extend makes key live at least ms more (PTTL is negative without a TTL);
 -- ms may be a string (an argument: cheaper to pass on than a number).
 local function extend(key, ms)

@@ -326,7 +326,7 @@ func (h *Hub) forgetLocked(c *conn, err error) {
 		if ch.conn != c {
 			continue
 		}
-		ch.conn = nil
+		ch.conn, ch.idle = nil, false
 		ch.pendingSub, ch.pendingUnsub = 0, 0
 		ch.markReady(err)
 		if err == nil {

@@ -3,7 +3,11 @@
 // server or a Cluster, one per shard on a go-redis Ring.
 //
 // Each channel is subscribed once, however many local waiters want it
-// (reference-counted), and unsubscribed when the last one leaves. A release
+// (reference-counted), and unsubscribed Linger after the last one leaves,
+// unless a waiter came back meanwhile: a busy lock is waited for again at
+// each acquisition, and keeps one subscription instead of a SUBSCRIBE and
+// an UNSUBSCRIBE per wait, whose waiter would wait for Redis's
+// confirmation before its attempt. A release
 // publishes "1" (wake one waiter), "*" (wake every waiter) or a grant for
 // one waiter (see GrantPrefix). Delivery is best effort: a message
 // published while the connection is down is lost, so every waiter also
@@ -91,6 +95,11 @@ const (
 // subscription; past it the waiter goes on and relies on its timer.
 const confirmWait = time.Second
 
+// Linger is how long a channel stays subscribed after its last local
+// waiter left (see the package comment). Messages that arrive meanwhile
+// wake nobody.
+const Linger = 250 * time.Millisecond
+
 // healthInterval is how long a receiver waits for traffic before it
 // pings, so that a dead connection is noticed and replaced.
 const healthInterval = 15 * time.Second
@@ -138,6 +147,7 @@ type Hub struct {
 	mu        sync.Mutex
 	conns     map[string]*conn // by shard; opened on first use
 	chans     map[string]*channel
+	linger    time.Duration // Linger (tests shorten or lengthen it)
 	closed    bool
 	rerouting bool // a reroute goroutine runs (Cluster)
 	closeErrs []error
@@ -159,6 +169,10 @@ type channel struct {
 	pendingUnsub int // UNSUBSCRIBEs decided, not yet confirmed
 	wait         *confirm
 	subs         []*Sub
+	// idle: no local waiter, still subscribed on conn (or being
+	// subscribed) until linger fires, unless a waiter comes first.
+	idle   bool
+	linger *time.Timer
 }
 
 // confirm is what Subscribe waits for: done is closed when the channel's
@@ -208,6 +222,7 @@ func New(rdb redis.UniversalClient) *Hub {
 		cancel:  cancel,
 		conns:   make(map[string]*conn),
 		chans:   make(map[string]*channel),
+		linger:  Linger,
 	}
 }
 
@@ -256,13 +271,19 @@ func (h *Hub) Subscribe(ctx context.Context, name, addr string) (*Sub, error) {
 		h.chans[name] = ch
 	}
 	ch.refs++
+	reused := ch.idle // subscribed still: nothing to send
+	if reused {
+		ch.idle = false
+		ch.linger.Stop()
+	}
 	if ch.conn == nil {
 		// Routed afresh: on a Cluster its slot may have moved.
 		ch.shard = shardName
 	}
-	// The first waiter subscribes; so does a later one when the channel's
-	// connection failed to open or was dropped.
-	opener := ch.refs == 1 || ch.conn == nil
+	// The first waiter subscribes, unless the channel lingered; so does a
+	// later one when the channel's connection failed to open or was
+	// dropped.
+	opener := ch.refs == 1 && !reused || ch.conn == nil
 	if opener {
 		h.attachLocked(ch)
 	}
@@ -348,15 +369,38 @@ func (s *Sub) Close() {
 	if ch.refs > 0 || h.closed {
 		return
 	}
-	c := ch.conn
-	if c == nil {
+	if ch.conn == nil {
 		if ch.pendingSub == 0 && ch.pendingUnsub == 0 {
 			delete(h.chans, s.name)
 		}
 		return
 	}
+	ch.idle = true
+	if ch.linger == nil {
+		ch.linger = time.AfterFunc(h.linger, func() { h.unlinger(ch) })
+	} else {
+		ch.linger.Reset(h.linger)
+	}
+}
+
+// unlinger unsubscribes ch if it is still idle, Linger after its last
+// waiter left.
+func (h *Hub) unlinger(ch *channel) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !ch.idle || h.closed || h.chans[ch.name] != ch {
+		return
+	}
+	ch.idle = false
+	c := ch.conn
+	if c == nil {
+		if ch.pendingSub == 0 && ch.pendingUnsub == 0 {
+			delete(h.chans, ch.name)
+		}
+		return
+	}
 	ch.pendingUnsub++
-	h.queueLocked(c, op{name: s.name, subscribe: false})
+	h.queueLocked(c, op{name: ch.name, subscribe: false})
 }
 
 // Channels is the number of channels with local waiters.
@@ -392,6 +436,9 @@ func (h *Hub) Close() error {
 	for _, ch := range h.chans {
 		ch.markReady(errClosed)
 		ch.wakeAll()
+		if ch.linger != nil {
+			ch.linger.Stop()
+		}
 	}
 	for _, c := range h.conns {
 		c.queue = nil
@@ -455,7 +502,9 @@ func (h *Hub) dispatch(msg any) {
 			if ch.pendingSub > 0 {
 				ch.pendingSub--
 			}
-			if ch.pendingSub == 0 && ch.refs > 0 {
+			if ch.pendingSub == 0 {
+				// Also when nobody waits: a waiter that comes while the
+				// channel lingers takes the subscription as it is.
 				ch.markReady(nil)
 			}
 		case "unsubscribe", "sunsubscribe":
@@ -465,12 +514,12 @@ func (h *Hub) dispatch(msg any) {
 				// Not asked for: the node gave the channel's slot away.
 				// Its waiters try again, then rely on their timers until
 				// the channel is routed afresh.
-				ch.conn = nil
+				ch.conn, ch.idle = nil, false
 				ch.wakeAll()
 				h.rerouteLocked()
 			}
 		}
-		if ch.refs == 0 && ch.pendingSub == 0 && ch.pendingUnsub == 0 {
+		if ch.refs == 0 && !ch.idle && ch.pendingSub == 0 && ch.pendingUnsub == 0 {
 			delete(h.chans, m.Channel)
 		}
 	}
@@ -488,7 +537,9 @@ func (h *Hub) reset(c *conn) {
 		ch.pendingSub, ch.pendingUnsub = 0, 0
 		ch.markReady(nil)
 		ch.wakeAll()
-		if ch.refs == 0 {
+		// go-redis subscribes an idle channel again with the others: it
+		// stays, to be unsubscribed when its linger ends.
+		if ch.refs == 0 && !ch.idle {
 			delete(h.chans, name)
 		}
 	}

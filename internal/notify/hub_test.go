@@ -292,3 +292,63 @@ func TestReconnect(t *testing.T) {
 		assert.True(t, woken(sub), "wake-up after the reconnection not delivered")
 	})
 }
+
+// TestLinger: a channel stays subscribed for the linger after its last
+// waiter left; a waiter that comes meanwhile shares that subscription (no
+// SUBSCRIBE is sent, and a wake-up reaches it), and once nobody came for
+// the linger the channel is unsubscribed, and the next waiter subscribes
+// it anew. It counts its server's SUBSCRIBEs: the server is its own.
+func TestLinger(t *testing.T) {
+	redistest.Parallel(t)
+	redistest.RunOwn(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		rdb, admin := s.Client(t), s.Admin(t)
+		ch := "relock:test:{" + redistest.Name(t) + "}"
+		numsub := func() int64 {
+			n, err := admin.PubSubNumSub(ctx, ch).Result()
+			require.NoError(t, err)
+			return n[ch]
+		}
+		subscribes := func() int64 { return redistest.CommandCalls(t, admin, "subscribe") }
+		wakes := func(sub *notify.Sub) {
+			t.Helper()
+			require.NoError(t, rdb.Publish(ctx, ch, notify.WakeOne).Err())
+			assert.True(t, woken(sub), "a wake-up did not reach the waiter")
+		}
+
+		// A linger far longer than the test: the channel stays.
+		h := notify.New(rdb)
+		notify.SetLinger(h, time.Hour)
+		a, err := h.Subscribe(ctx, ch, "")
+		require.NoError(t, err)
+		a.Close()
+		assert.Equal(t, 0, h.Channels(), "a lingering channel counted as one with waiters")
+		assert.Equal(t, int64(1), numsub(), "unsubscribed with the linger not over")
+		before := subscribes()
+		b, err := h.Subscribe(ctx, ch, "")
+		require.NoError(t, err)
+		assert.Equal(t, before, subscribes(), "a SUBSCRIBE for a channel that lingered")
+		wakes(b)
+		b.Close()
+		require.NoError(t, h.Close())
+		assert.Eventually(t, func() bool { return numsub() == 0 }, 2*time.Second, 10*time.Millisecond,
+			"a lingering channel outlived the hub's Close")
+
+		// A short linger: unsubscribed once it is over, subscribed anew
+		// by the next waiter.
+		h = notify.New(rdb)
+		t.Cleanup(func() { _ = h.Close() })
+		notify.SetLinger(h, 50*time.Millisecond)
+		c, err := h.Subscribe(ctx, ch, "")
+		require.NoError(t, err)
+		c.Close()
+		assert.Eventually(t, func() bool { return numsub() == 0 }, 2*time.Second, 10*time.Millisecond,
+			"still subscribed after the linger")
+		before = subscribes()
+		d, err := h.Subscribe(ctx, ch, "")
+		require.NoError(t, err)
+		assert.Equal(t, before+1, subscribes(), "no SUBSCRIBE after the linger")
+		wakes(d)
+		d.Close()
+	})
+}

@@ -243,9 +243,9 @@ func (e *Election) ForceResign(ctx context.Context) (bool, error) {
 
 // Leading reports whether this handle leads now, as far as it knows: true
 // from a successful Campaign to its Resign, unless the leadership is known
-// to be lost (see Lost) or is past its local deadline (false then even if
-// Lost has not fired yet: Leading reads the clock, so it is false before
-// another candidate can be elected). It asks nothing of Redis.
+// to be lost (see Lost). Past its local deadline it is: Leading reads the
+// clock and declares the loss if the watchdog, late, has not yet, so it is
+// false before another candidate can be elected. It asks nothing of Redis.
 func (e *Election) Leading() bool { return e.h.Held(core.Units) > 0 }
 
 // Term returns the term of the handle's leadership (its fencing token, see

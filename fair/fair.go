@@ -147,7 +147,8 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) { return force.Any
 
 // Held reports whether this handle holds the lock now, as far as it
 // knows: true from a successful Lock to the matching final Unlock, unless
-// the hold is known to be lost (see Lost). It asks nothing of Redis.
+// the hold is lost (see Lost): past its local deadline it is, and Held
+// declares it if the watchdog, late, has not yet. It asks nothing of Redis.
 func (l *Lock) Held() bool { return l.x.Held(core.Units) > 0 }
 
 // Extend sets the remaining lease of the current hold (all of its

@@ -224,9 +224,9 @@ func (m *Mutex) Token() string { return m.x.Token }
 func (m *Mutex) Fingerprint() string { return core.Fingerprint(m.x.Token) }
 
 // Held reports whether this handle holds the mutex now, as far as it knows:
-// true from a successful Lock to its Unlock, unless the hold is known to be
-// lost (see Lost) or is past its local deadline (false then even if Lost has
-// not fired yet). It asks nothing of Redis.
+// true from a successful Lock to its Unlock, unless the hold is lost (see
+// Lost): past its local deadline it is, and Held declares it if the
+// watchdog, late, has not yet. It asks nothing of Redis.
 func (m *Mutex) Held() bool { return m.x.Held(core.Units) > 0 }
 
 // IsLocked reports whether any handle holds the mutex (one EXISTS).

@@ -227,9 +227,9 @@ func (l *RWMutex) WriteHoldCount(ctx context.Context) (int, error) {
 
 // Held reports whether this handle holds the write lock now, as far as
 // it knows: true from a successful Lock to the matching final Unlock,
-// unless its holds are known to be lost (see Lost) or are past their local
-// deadline (false then even if Lost has not fired yet). It asks nothing of
-// Redis.
+// unless its holds are lost (see Lost): past their local deadline they
+// are, and Held declares it if the watchdog, late, has not yet. It asks
+// nothing of Redis.
 func (l *RWMutex) Held() bool { return l.h.Held(core.Write) > 0 }
 
 // RHeld reports whether this handle holds at least one read hold now, as

@@ -221,8 +221,8 @@ func (s *Semaphore) Release(ctx context.Context, n int) error {
 }
 
 // Held returns the permits this handle holds now, as far as it knows: 0
-// once they are known to be lost (see Lost) or are past their local
-// deadline (0 then even if Lost has not fired yet). It asks nothing of
+// once they are lost (see Lost): past their local deadline they are, and
+// Held declares it if the watchdog, late, has not yet. It asks nothing of
 // Redis.
 func (s *Semaphore) Held() int { return s.h.Held(core.Units) }
 

@@ -515,25 +515,31 @@ func (h *Holder) HoldContext(parent context.Context) context.Context {
 }
 
 // Held returns the units of class the handle holds as far as it knows:
-// 0 once its holds are known to be lost, and from their local deadline on
-// even before the watchdog's timer has declared them lost (a timer fires
-// late when the process is starved of CPU; Lost then closes late too, but
-// Held reads the clock, so it never reports a hold that may have expired
-// at Redis).
+// 0 once its holds are lost. A hold past its local deadline is lost: if
+// the watchdog's timer has not declared it yet (a timer fires late when
+// the process is starved of CPU), Held declares it, as the timer would
+// (Lost fires, the hold's contexts end, with relock.ErrLeaseExpired), so
+// Held never reports a hold that may have expired at Redis, and a hold it
+// reported gone stays gone.
 func (h *Holder) Held(class Class) int {
 	h.mu.Lock()
-	defer h.mu.Unlock()
+	defer h.unlock()
 	if h.goneLocked() {
 		return 0
 	}
 	return h.held[class]
 }
 
-// goneLocked reports whether the handle's holds are lost or past their
-// local deadline, for the getters that ask nothing of Redis.
+// goneLocked reports whether the handle's holds are lost, declaring them
+// lost first if they are past their local deadline (see Held).
 func (h *Holder) goneLocked() bool {
 	h.syncLostLocked()
-	return h.lost != nil || h.hold != nil && h.E.WD.Expired(h.hold) != nil
+	if h.lost == nil && h.hold != nil {
+		if err := h.E.WD.Expired(h.hold); err != nil {
+			h.loseLocked(err)
+		}
+	}
+	return h.lost != nil
 }
 
 // Lost returns a channel closed when the handle's current holds are lost;
@@ -552,7 +558,7 @@ func (h *Holder) Lost() <-chan struct{} {
 // fencing is off.
 func (h *Holder) Fence(class Class) int64 {
 	h.mu.Lock()
-	defer h.mu.Unlock()
+	defer h.unlock()
 	if h.goneLocked() || h.held[class] == 0 {
 		return 0
 	}

@@ -172,6 +172,7 @@ type channel struct {
 	// idle: no local waiter, still subscribed on conn (or being
 	// subscribed) until linger fires, unless a waiter comes first.
 	idle   bool
+	idleAt time.Time // when it last became idle
 	linger *time.Timer
 }
 
@@ -375,7 +376,7 @@ func (s *Sub) Close() {
 		}
 		return
 	}
-	ch.idle = true
+	ch.idle, ch.idleAt = true, time.Now()
 	if ch.linger == nil {
 		ch.linger = time.AfterFunc(h.linger, func() { h.unlinger(ch) })
 	} else {
@@ -389,6 +390,12 @@ func (h *Hub) unlinger(ch *channel) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !ch.idle || h.closed || h.chans[ch.name] != ch {
+		return
+	}
+	if left := h.linger - time.Since(ch.idleAt); left > 0 {
+		// A run of the timer from an earlier idle spell, which waited
+		// for h.mu while the channel was reused and left again.
+		ch.linger.Reset(left)
 		return
 	}
 	ch.idle = false

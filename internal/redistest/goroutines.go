@@ -52,13 +52,16 @@ func CheckGoroutinesOf(t testing.TB, what string, match func(stack string) bool)
 // counted before. wait must be a wait of that Client that cannot be
 // granted, and must end with its ctx (an error matching
 // context.DeadlineExceeded). Subscribed calls it with a timeout of 20 ms,
-// then twice as long each time, while no subscription goroutine runs: a
-// wait that ends before the connection is dialled may leave it undialled,
-// and one that ends while it is dialled leaves its goroutine to start
-// after.
+// then twice as long each time, until one more subscription goroutine
+// runs than before: a wait that ends before the connection is dialled may
+// leave it undialled, and one that ends while it is dialled leaves its
+// goroutine to start after.
 func Subscribed(t testing.TB, wait func(ctx context.Context) error) {
 	t.Helper()
 	hub := func(stack string) bool { return strings.Contains(stack, "internal/notify.(*Hub).receive(") }
+	// Those of earlier tests' Clients may still be ending: the Client's
+	// own is one more than were left.
+	base, _ := count(hub)
 	for d := 20 * time.Millisecond; ; d *= 2 {
 		ctx, cancel := context.WithTimeout(context.Background(), d)
 		err := wait(ctx)
@@ -66,9 +69,11 @@ func Subscribed(t testing.TB, wait func(ctx context.Context) error) {
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("a wait that cannot be granted returned %v, not its ctx's end", err)
 		}
-		if n, _ := count(hub); n > 0 {
+		n, _ := count(hub)
+		if n > base {
 			return
 		}
+		base = min(base, n)
 		if d > 5*time.Second {
 			t.Fatalf("no subscription goroutine runs after waits of up to %v", d)
 		}

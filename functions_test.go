@@ -24,7 +24,9 @@ func TestFunctions(t *testing.T) {
 	redistest.RunOwn(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		admin := s.Admin(t)
-		c, _ := redistest.NewClient(t, s, relock.WithWatchdogTimeout(600*time.Millisecond))
+		// Leases of 1.5 s: 600 ms ran out once in CI33 (a renewal round
+		// that reloaded the library, on a loaded machine).
+		c, _ := redistest.NewClient(t, s, relock.WithWatchdogTimeout(1500*time.Millisecond))
 		name := redistest.Name(t)
 		m, rw := mutex.New(c, name), rwlock.New(c, name)
 		before := redistest.CommandCalls(t, admin, "fcall")
@@ -34,7 +36,9 @@ func TestFunctions(t *testing.T) {
 
 		require.NoError(t, rw.Lock(ctx))
 		require.NoError(t, admin.FunctionFlush(ctx).Err())
-		time.Sleep(time.Second) // renewals (every 200 ms) find the library gone, and load it
+		// Longer than a lease: the hold survives only if renewals (every
+		// 500 ms) found the library gone, and loaded it.
+		time.Sleep(1700 * time.Millisecond)
 		require.NoError(t, rw.LostErr(), "a hold was lost when its server lost the functions")
 		require.NoError(t, admin.FunctionFlush(ctx).Err())
 		require.NoError(t, rw.Unlock(ctx), "a release after FUNCTION FLUSH")

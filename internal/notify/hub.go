@@ -170,7 +170,8 @@ type channel struct {
 	wait         *confirm
 	subs         []*Sub
 	// idle: no local waiter, still subscribed on conn (or being
-	// subscribed) until linger fires, unless a waiter comes first.
+	// subscribed) until linger fires, unless a waiter comes first. An idle
+	// channel has a conn: whatever clears conn clears idle.
 	idle   bool
 	idleAt time.Time // when it last became idle
 	linger *time.Timer
@@ -399,15 +400,8 @@ func (h *Hub) unlinger(ch *channel) {
 		return
 	}
 	ch.idle = false
-	c := ch.conn
-	if c == nil {
-		if ch.pendingSub == 0 && ch.pendingUnsub == 0 {
-			delete(h.chans, ch.name)
-		}
-		return
-	}
 	ch.pendingUnsub++
-	h.queueLocked(c, op{name: ch.name, subscribe: false})
+	h.queueLocked(ch.conn, op{name: ch.name, subscribe: false})
 }
 
 // Channels is the number of channels with local waiters.

@@ -30,8 +30,7 @@ end
 -- uncontended release less than a ZRANGE of the missing queue would.
 local function starving(qk, tk, starve)
   if redis.call('EXISTS', qk) == 0 then return false, nil, false end
-  local us = server_us()
-  local now = math.floor(us / 1000)
+  local us, now = server_us(), server_ms()
   local head, arrival = q_head(qk, tk, now)
   if head and arrival <= us - starve * 1000 then return head, now, true end
   return false, now, head ~= false

@@ -63,7 +63,9 @@ func TestFunctionsRefused(t *testing.T) {
 		rules := strings.Replace(redistest.ACLRules, " +fcall +function|load ", " ", 1)
 		require.NotEqual(t, redistest.ACLRules, rules)
 		u := redistest.NewUser(t, s, rules)
-		c := relock.New(u.Client(t), relock.WithWatchdogTimeout(600*time.Millisecond))
+		// Leases of 1.5 s: 600 ms ran out once in CI35 (the first renewal
+		// refused as FCALL, then sent as a script, on a loaded machine).
+		c := relock.New(u.Client(t), relock.WithWatchdogTimeout(1500*time.Millisecond))
 		t.Cleanup(func() { _ = c.Close() })
 		admin := s.Admin(t)
 		refused := func() int {
@@ -81,11 +83,11 @@ func TestFunctionsRefused(t *testing.T) {
 		m := mutex.New(c, redistest.Name(t))
 		cycle := func() {
 			require.NoError(t, m.Lock(ctx))
-			time.Sleep(300 * time.Millisecond) // a renewal
+			time.Sleep(600 * time.Millisecond) // a renewal (every 500 ms)
 			require.NoError(t, m.Unlock(ctx))
 		}
 		cycle()
-		time.Sleep(300 * time.Millisecond) // a renewal sent before the first refusal came back has been answered
+		time.Sleep(600 * time.Millisecond) // a renewal sent before the first refusal came back has been answered
 		first := refused()
 		assert.Positive(t, first, "the release or the renewal was sent as FCALL")
 		cycle()

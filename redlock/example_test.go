@@ -27,13 +27,17 @@ func Example() {
 		clients = append(clients, c)
 	}
 
+	// One master is down: the other two, a majority, grant and release
+	// the lock. A master that fails during the job does not stop the job
+	// either; but Lock returns once a majority granted, without waiting
+	// long for the slowest master, so if the failed master was one of
+	// only two that granted it, Unlock cannot confirm the release on a
+	// majority and returns an error matching redlock.ErrNoQuorum.
+	servers[2].Close()
 	lock := redlock.New(clients, "nightly-report")
 	err := relock.Do(ctx, lock, func(ctx context.Context) error {
 		// ... the job, which stops when ctx is done: the lock could no
 		// longer be confirmed on a majority ...
-
-		// One master fails during the job: the lock holds.
-		servers[2].Close()
 		other := redlock.New(clients, "nightly-report") // another owner, as another process would be
 		ok, err := other.TryLock(ctx)
 		fmt.Println("another owner got it:", ok, err)

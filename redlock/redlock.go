@@ -347,7 +347,7 @@ func (m *Mutex) unlock(ctx context.Context) (*core.Event, error) {
 		return nil, m.errorf("unlock", lost)
 	}
 
-	released, notHeld := 0, 0
+	released, notHeld := 0, 0 // notHeld: refused the acquire, or answered without the key
 	var errs []error
 	for _, s := range state {
 		if s == stRefused {
@@ -388,10 +388,19 @@ func (m *Mutex) unlock(ctx context.Context) (*core.Event, error) {
 		return ev, m.errorf("unlock", cause)
 	}
 	return nil, m.errorf("unlock", &quorumError{
-		detail: fmt.Sprintf("released on %d of %d masters, %d needed; the others keep it until its lease ends",
-			released, len(m.owners), m.quorum),
+		detail: fmt.Sprintf("released on %d of %d masters, %d needed%s; a master that did not answer keeps it until its lease ends",
+			released, len(m.owners), m.quorum, notHeldNote(notHeld)),
 		errs: errs,
 	})
+}
+
+// notHeldNote says on how many masters the hold was known not to be
+// (they refused its acquire, or answered the release without its key).
+func notHeldNote(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d did not have it)", n)
 }
 
 // Held reports whether this handle holds the lock now, as far as it

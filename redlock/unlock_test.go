@@ -182,3 +182,33 @@ func TestUnlockMasterUnreachable(t *testing.T) {
 		}
 	})
 }
+
+// A hold granted by only a bare majority (another owner's key on one
+// master) whose granting master is unreachable at Unlock: the release is
+// confirmed on one master, so Unlock returns ErrNoQuorum, says the master
+// that refused did not have it, and the hold ends all the same.
+func TestUnlockBareMajorityUnreachable(t *testing.T) {
+	redistest.Parallel(t)
+	run(t, func(t *testing.T, ms masters) {
+		ctx := context.Background()
+		ms = proxied(t, ms[:3])
+		name := redistest.Name(t)
+		ms.plant(t, name, 10*time.Second, 1)
+		m := redlock.New(ms.clients(t, relock.WithWatchdogTimeout(2*time.Second)), name) // Unlock waits 1 s
+		lock(t, m)
+		assert.Equal(t, []int{0, 1, 2}, ms.holders(t, name)) // 1: the planted key
+
+		ms.blackhole(true, 2)
+		t.Cleanup(func() { ms.blackhole(false, 2) })
+		err := m.Unlock(ctx)
+		require.ErrorIs(t, err, redlock.ErrNoQuorum)
+		assert.NotErrorIs(t, err, relock.ErrNotHeld, "the hold was not known to be lost")
+		assert.Contains(t, err.Error(), "released on 1 of 3 masters, 2 needed (1 did not have it)")
+		assert.False(t, m.Held())
+		assert.Equal(t, []int{1}, ms.holders(t, name, 0, 1), "the release on master 0 did not happen")
+		ms.blackhole(false, 2)
+		ms.unplant(t, name, 1)
+		ms.clean(t, name, 0, 1)
+		_ = ms[2].admin.Del(ctx, key(name)).Err() // left to its 2 s lease
+	})
+}

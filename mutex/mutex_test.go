@@ -163,7 +163,7 @@ func TestLostWhenKeyDeleted(t *testing.T) {
 	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
-		c, rdb := newClient(t, s, relock.WithWatchdogTimeout(150*time.Millisecond))
+		c, rdb := newClient(t, s, relock.WithWatchdogTimeout(600*time.Millisecond)) // renewed every 200 ms
 		name := redistest.Name(t)
 		a := mutex.New(c, name)
 		require.NoError(t, a.Lock(ctx))
@@ -243,12 +243,14 @@ func TestScriptFlush(t *testing.T) {
 	redistest.Exclusive(t, "SCRIPT FLUSH makes every client of the server reload its scripts")
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
-		c, rdb := newClient(t, s, relock.WithWatchdogTimeout(150*time.Millisecond))
+		c, rdb := newClient(t, s, relock.WithWatchdogTimeout(600*time.Millisecond))
 		name := redistest.Name(t)
 		a := mutex.New(c, name)
 		require.NoError(t, a.Lock(ctx))
 		require.NoError(t, rdb.ScriptFlush(ctx).Err())
-		time.Sleep(300 * time.Millisecond) // renewals must reload the script
+		// Longer than a lease: the hold survives only if renewals reloaded
+		// the script. (A 150 ms lease is too short for a loaded machine.)
+		time.Sleep(900 * time.Millisecond)
 		select {
 		case <-a.Lost():
 			t.Fatal("hold lost after SCRIPT FLUSH")
@@ -324,7 +326,7 @@ func TestFencingIncreases(t *testing.T) {
 		name := redistest.Name(t)
 		var last int64
 		for i := 0; i < 3; i++ {
-			c, _ := newClient(t, s, relock.WithWatchdogTimeout(200*time.Millisecond))
+			c, _ := newClient(t, s, relock.WithWatchdogTimeout(600*time.Millisecond))
 			for j := 0; j < 3; j++ {
 				m := mutex.New(c, name, relock.WithFencing())
 				assert.Zero(t, m.Fence(), "fence before lock")
@@ -336,7 +338,7 @@ func TestFencingIncreases(t *testing.T) {
 				assert.Zero(t, m.Fence(), "fence after unlock")
 			}
 		}
-		time.Sleep(300 * time.Millisecond) // request records live at most one lease
+		time.Sleep(700 * time.Millisecond) // request records live at most one lease
 		assert.Equal(t, []string{"relock:mutex:{" + name + "}:fence"}, s.Keys(t, "relock:mutex:{"+name+"}*"),
 			"only the fencing counter may stay")
 	})

@@ -135,7 +135,7 @@ func TestForceUnlock(t *testing.T) {
 	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
-		c, _ := newClient(t, s, relock.WithWatchdogTimeout(150*time.Millisecond))
+		c, _ := newClient(t, s, relock.WithWatchdogTimeout(600*time.Millisecond)) // renewed every 200 ms
 		name := redistest.Name(t)
 		a, b, op := reentrant.New(c, name), reentrant.New(c, name), reentrant.New(c, name)
 		require.NoError(t, a.Lock(ctx))
@@ -155,7 +155,7 @@ func TestForceUnlock(t *testing.T) {
 		}
 		select {
 		case <-a.Lost():
-		case <-time.After(time.Second):
+		case <-time.After(2 * time.Second):
 			t.Fatal("the former holder was not told it lost the lock")
 		}
 		assert.ErrorIs(t, a.Unlock(ctx), relock.ErrNotHeld)
@@ -218,25 +218,26 @@ func TestWatchdogKeepsReenteredLockAlive(t *testing.T) {
 	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
-		// Renewed every 133 ms (a 200 ms lease lapsed on a loaded machine).
-		c, rdb := newClient(t, s, relock.WithWatchdogTimeout(400*time.Millisecond))
+		// Renewed every 200 ms (200 and 400 ms leases were too short for a
+		// loaded machine).
+		c, rdb := newClient(t, s, relock.WithWatchdogTimeout(600*time.Millisecond))
 		name := redistest.Name(t)
 		a, b := reentrant.New(c, name), reentrant.New(c, name)
 		require.NoError(t, a.Lock(ctx))
 		require.NoError(t, a.Lock(ctx))
-		time.Sleep(1200 * time.Millisecond) // 3 leases
+		time.Sleep(1800 * time.Millisecond) // 3 leases
 		ok, err := b.TryLock(ctx)
 		require.NoError(t, err)
 		assert.False(t, ok, "re-entered lock expired under the watchdog")
 		assert.Equal(t, 2, holdCount(t, a))
 		require.NoError(t, a.Unlock(ctx))
-		time.Sleep(800 * time.Millisecond) // 2 leases
+		time.Sleep(1200 * time.Millisecond) // 2 leases
 		assert.Equal(t, 1, holdCount(t, a), "partial unlock stopped the renewal")
 		require.NoError(t, a.Unlock(ctx))
 
 		// A renewal round that began before the Unlock may still be on its
-		// way (it finds the hold gone): a period (133 ms) later, nothing.
-		time.Sleep(150 * time.Millisecond)
+		// way (it finds the hold gone): a period (200 ms) later, nothing.
+		time.Sleep(250 * time.Millisecond)
 		counter := &redistest.Counter{}
 		redistest.AddHook(rdb, counter)
 		time.Sleep(300 * time.Millisecond)

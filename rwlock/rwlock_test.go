@@ -683,7 +683,7 @@ func TestLostWhenKeyDeleted(t *testing.T) {
 	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
-		c, rdb := newClient(t, s, relock.WithWatchdogTimeout(150*time.Millisecond))
+		c, rdb := newClient(t, s, relock.WithWatchdogTimeout(600*time.Millisecond)) // renewed every 200 ms
 		name := redistest.Name(t)
 		l := rwlock.New(c, name)
 		require.NoError(t, l.RLock(ctx))

@@ -480,7 +480,7 @@ func TestWatchdogKeepsPermits(t *testing.T) {
 	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
-		const lease = 400 * time.Millisecond
+		const lease = 600 * time.Millisecond // 400 ms was too short for a loaded machine
 		c, rdb := newClient(t, s, relock.WithWatchdogTimeout(lease))
 		name := redistest.Name(t)
 		a, b := semaphore.New(c, name, 2), semaphore.New(c, name, 2)
@@ -503,8 +503,8 @@ func TestWatchdogKeepsPermits(t *testing.T) {
 		// No renewal after the last release: nothing is sent, nothing left.
 		// A renewal round that began before the release may still be on
 		// its way (it finds the hold gone; on a Cluster its commands go
-		// one by one): a period (133 ms) later, nothing.
-		time.Sleep(150 * time.Millisecond)
+		// one by one): a period (200 ms) later, nothing.
+		time.Sleep(250 * time.Millisecond)
 		counter := &redistest.Counter{}
 		redistest.AddHook(rdb, counter)
 		time.Sleep(lease)

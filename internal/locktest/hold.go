@@ -93,7 +93,7 @@ func HoldContextGoroutines(t *testing.T, k Kind) {
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		redistest.CheckGoroutines(t)
 		ctx := testCtx(t)
-		c, _ := redistest.NewClient(t, s, relock.WithWatchdogTimeout(300*time.Millisecond))
+		c, _ := redistest.NewClient(t, s, relock.WithWatchdogTimeout(600*time.Millisecond))
 		name := redistest.Name(t)
 		h := k.New(c, name)
 		ended := func(hc context.Context, what string) {

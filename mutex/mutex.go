@@ -138,13 +138,14 @@ func (m *Mutex) Unlock(ctx context.Context) error { return m.x.Unlock(ctx) }
 //     a pause of this process of up to d cannot lose it.
 //
 // d must lie in [10ms, 7 days] (relock.ErrInvalidOption). When the handle
-// does not hold the mutex (never locked, unlocked, lost) Extend returns an
-// error matching relock.ErrNotHeld and sends nothing; when Redis no longer
-// has the hold as this handle's, the hold is lost (Lost fires) and the
-// error matches relock.ErrNotHeld and relock.ErrLockGone. The lease is set
-// absolutely, so a copy that Redis runs twice (go-redis resends a command
-// whose reply timed out) leaves the same lease. When Redis is unreachable
-// it returns the error and the hold keeps the deadline it had.
+// does not hold the mutex (never locked, unlocked, lost, or past its local
+// deadline: see Held) Extend returns an error matching relock.ErrNotHeld
+// and sends nothing; when Redis no longer has the hold as this handle's,
+// the hold is lost (Lost fires) and the error matches relock.ErrNotHeld
+// and relock.ErrLockGone. The lease is set absolutely, so a copy that
+// Redis runs twice (go-redis resends a command whose reply timed out)
+// leaves the same lease. When Redis is unreachable it returns the error
+// and the hold keeps the deadline it had.
 func (m *Mutex) Extend(ctx context.Context, d time.Duration) error {
 	return m.x.Extend(ctx, "extend", d)
 }

@@ -72,9 +72,11 @@ func (m *Mutex) extend(ctx context.Context, d time.Duration) (*core.Event, error
 	var idx []int
 	var errs []error
 	h.mu.Lock()
+	h.expireLocked() // past the parts' local deadlines: lost, as Held says (nothing is sent)
 	if err := h.err; err != nil {
+		ev := h.lostEvent()
 		h.mu.Unlock()
-		return nil, m.errorf("extend", err)
+		return ev, m.errorf("extend", err)
 	}
 	h.ext++
 	gen, exact := h.ext, !h.watched

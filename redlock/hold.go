@@ -168,6 +168,26 @@ func (h *hold) masterLostLocked(i int, cause error) {
 	h.loseLocked(reasonOf(cause), detail)
 }
 
+// expireLocked declares lost, as their Client watchdogs' timers would,
+// the parts past their local deadline whose timer has not fired yet (a
+// timer fires late when this process is starved of CPU): Held, Extend and
+// HoldContext never count on a part that may have expired at its master.
+// The caller holds h.mu.
+func (h *hold) expireLocked() {
+	if h.ended || h.err != nil {
+		return
+	}
+	for i, s := range h.state {
+		if s != stHeld {
+			continue
+		}
+		wd := h.m.owners[i].E.WD
+		if err := wd.Expired(h.wd[i]); err != nil && wd.Lose(h.wd[i], err) {
+			h.masterLostLocked(i, err)
+		}
+	}
+}
+
 // loseLocked declares the hold lost, and ends its contexts right after
 // Lost fires. The caller holds h.mu.
 func (h *hold) loseLocked(reason error, detail string) {

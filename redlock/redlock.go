@@ -405,15 +405,24 @@ func notHeldNote(n int) string {
 
 // Held reports whether this handle holds the lock now, as far as it
 // knows: true from a successful Lock to its Unlock, unless the hold is
-// known to be lost. It asks nothing of Redis.
+// known to be lost. A part past its local deadline is lost: if its
+// watchdog's timer has not declared it yet (a timer fires late when the
+// process is starved of CPU), Held declares it, as the timer would, and
+// so Lost fires when that leaves fewer than a majority. Held never
+// reports a hold that may have expired on a majority, and a hold it
+// reported gone stays gone. It asks nothing of Redis.
 func (m *Mutex) Held() bool {
 	h := m.last.Load()
 	if h == nil {
 		return false
 	}
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	return !h.ended && h.err == nil
+	h.expireLocked()
+	held := !h.ended && h.err == nil
+	ev := h.lostEvent()
+	h.mu.Unlock()
+	m.emit(ev)
+	return held
 }
 
 // Lost returns a channel that is closed when the current hold is lost: a
@@ -460,8 +469,11 @@ func (m *Mutex) HoldContext(ctx context.Context) context.Context {
 		return core.Ended(ctx, lockerr.NotHeld)
 	}
 	h.mu.Lock()
+	h.expireLocked()
 	ended, err := h.ended, h.err
+	ev := h.lostEvent()
 	h.mu.Unlock()
+	m.emit(ev)
 	switch {
 	case err != nil:
 		return core.Ended(ctx, err)

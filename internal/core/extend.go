@@ -25,7 +25,9 @@ import (
 //
 // When the handle holds nothing it returns an error matching
 // lockerr.NotHeld (with the cause when its hold was lost) and sends
-// nothing. When Redis no longer has the hold as this owner's, the hold is
+// nothing; past the hold's local deadline it declares the hold lost, as
+// Held does, and returns that loss (lockerr.Expired) without asking Redis,
+// where the key may have expired and been taken. When Redis no longer has the hold as this owner's, the hold is
 // lost (Lost fires) and the error matches lockerr.NotHeld and
 // lockerr.Gone; nothing of another owner's is touched. The lease is set
 // absolutely, so a copy that runs twice (go-redis's resend after a lost
@@ -53,6 +55,7 @@ func (h *Holder) Extend(ctx context.Context, op string, d time.Duration) error {
 	if err := h.settleLocked(ctx); err != nil {
 		return err
 	}
+	h.goneLocked() // past the local deadline: lost, as Held says (nothing is sent)
 	switch {
 	case h.lost != nil:
 		return h.errorf(op, h.lost)

@@ -135,7 +135,7 @@ func (h *Holder) RunGuarded(ctx context.Context, op string, g *Guarded, keys []s
 	}
 	h.mu.Lock()
 	defer h.unlock()
-	h.syncLostLocked()
+	h.goneLocked() // past its local deadline (this process was paused, say): lost, as Held says
 	switch {
 	case h.lost != nil:
 		return fail(h.lost)
@@ -143,11 +143,6 @@ func (h *Holder) RunGuarded(ctx context.Context, op string, g *Guarded, keys []s
 		return fail(lockerr.NotHeld)
 	case h.watchKind == watchdog.KindRW && h.held[Write] == 0:
 		return fail(fmt.Errorf("%w: a guarded script of a read/write lock needs its write lock", lockerr.NotHeld))
-	}
-	if err := h.E.WD.Expired(h.hold); err != nil {
-		// Past its local deadline (this process was paused, say): the
-		// watchdog is about to declare it, in the same words.
-		return fail(err)
 	}
 	// The caller's keys, then the lock's keys and, on a Cluster, the
 	// never-created key of its slot (a migrating slot then refuses the

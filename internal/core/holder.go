@@ -503,8 +503,8 @@ func (h *Holder) LostErr() error {
 // lockerr.NotHeld (or the loss).
 func (h *Holder) HoldContext(parent context.Context) context.Context {
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.syncLostLocked()
+	defer h.unlock()
+	h.goneLocked() // past the local deadline: lost (see Held)
 	switch {
 	case h.lost != nil:
 		return Ended(parent, h.lost)

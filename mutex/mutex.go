@@ -158,7 +158,9 @@ func (m *Mutex) Extend(ctx context.Context, d time.Duration) error {
 // context.Canceled. Pass it to the work the lock protects, so that the
 // work stops when the hold does (relock.Do does this for you). When the
 // handle holds nothing, the context is cancelled already (cause: an error
-// matching relock.ErrNotHeld). No goroutine waits on it: the hold ends
+// matching relock.ErrNotHeld). Past the hold's local deadline the hold
+// is lost: HoldContext declares it, as Held does (Lost fires), and returns
+// a context ended with that loss. No goroutine waits on it: the hold ends
 // it, and the handle forgets it once it is done (ctx ended, say), so a
 // long hold may make one per request.
 func (m *Mutex) HoldContext(ctx context.Context) context.Context { return m.x.HoldContext(ctx) }
@@ -187,8 +189,10 @@ func (m *Mutex) Resume(ctx context.Context) error { return m.x.Resume(ctx, "resu
 // it at Redis (a stale holder: its lease ran out while it was paused, and
 // another owner may hold the lock now), s does not run, the hold is lost
 // (Lost fires) and the command's error matches relock.ErrNotHeld and
-// relock.ErrLockGone; a handle that knows it holds nothing, or is past its
-// local deadline, sends nothing and the error matches relock.ErrNotHeld.
+// relock.ErrLockGone; a handle that knows it holds nothing sends nothing
+// and the error matches relock.ErrNotHeld; past its local deadline the
+// hold is lost, Run declares it as Held does (Lost fires) and sends
+// nothing, and the error also matches relock.ErrLeaseExpired.
 // On a Redis Cluster each key must be in the mutex's slot (the lock's hash
 // tag {name} in the key), or the error matches relock.ErrInvalidOption.
 // Otherwise the command is s's reply, or its error.

@@ -173,6 +173,7 @@ func TestLostWhenKeyDeleted(t *testing.T) {
 		case <-time.After(2 * time.Second):
 			t.Fatal("Lost did not fire after the key was deleted")
 		}
+		assert.ErrorIs(t, a.LostErr(), relock.ErrLockGone, "a renewal found the key gone")
 		assert.ErrorIs(t, a.Unlock(ctx), relock.ErrNotHeld)
 		assert.Empty(t, s.Keys(t, "relock:mutex:{"+name+"}"), "the watchdog recreated a deleted lock")
 

@@ -28,11 +28,11 @@ func Example() {
 	}
 
 	// One master is down: the other two, a majority, grant and release
-	// the lock. A master that fails during the job does not stop the job
-	// either; but Lock returns once a majority granted, without waiting
-	// long for the slowest master, so if the failed master was one of
-	// only two that granted it, Unlock cannot confirm the release on a
-	// majority and returns an error matching redlock.ErrNoQuorum.
+	// the lock. (Lock returns once a majority granted, without waiting
+	// long for the slowest master: had it granted on two of three, and
+	// one of those two failed during the job, Unlock could confirm the
+	// release on one only, and would return an error matching
+	// redlock.ErrNoQuorum.)
 	servers[2].Close()
 	lock := redlock.New(clients, "nightly-report")
 	err := relock.Do(ctx, lock, func(ctx context.Context) error {

@@ -36,7 +36,10 @@ import (
 // d must lie in [10ms, 7 days] (relock.ErrInvalidOption). When the handle
 // does not hold the lock (never locked, unlocked, lost) Extend returns an
 // error matching relock.ErrNotHeld (with the loss, for a hold lost and not
-// yet unlocked) and sends nothing. A master that replies that the key is
+// yet unlocked) and sends nothing. A part past its local deadline is lost
+// (see Held) and nothing is sent to its master; when that leaves fewer
+// than a majority, the hold is lost (Lost fires) and the error matches
+// relock.ErrNotHeld and relock.ErrLeaseExpired. A master that replies that the key is
 // no longer this handle's has lost its part, as if its watchdog had found
 // it; when that leaves fewer than a majority, the hold is lost (Lost
 // fires) and the error matches relock.ErrNotHeld and relock.ErrLockGone.
@@ -72,7 +75,7 @@ func (m *Mutex) extend(ctx context.Context, d time.Duration) (*core.Event, error
 	var idx []int
 	var errs []error
 	h.mu.Lock()
-	h.expireLocked() // past the parts' local deadlines: lost, as Held says (nothing is sent)
+	h.goneLocked() // parts past their local deadline are lost, as Held says (nothing is sent to them)
 	if err := h.err; err != nil {
 		ev := h.lostEvent()
 		h.mu.Unlock()

@@ -168,24 +168,26 @@ func (h *hold) masterLostLocked(i int, cause error) {
 	h.loseLocked(reasonOf(cause), detail)
 }
 
-// expireLocked declares lost, as their Client watchdogs' timers would,
-// the parts past their local deadline whose timer has not fired yet (a
-// timer fires late when this process is starved of CPU): Held, Extend and
-// HoldContext never count on a part that may have expired at its master.
-// The caller holds h.mu.
-func (h *hold) expireLocked() {
+// goneLocked reports whether the hold has ended or is lost, first
+// counting as lost every part that its Client watchdog has declared lost
+// and whose report (masterLost) has not come yet, and declaring lost, as
+// its watchdog's timer would, every part past its local deadline whose
+// timer has not fired yet (a timer fires late when this process is
+// starved of CPU): Held, Extend and HoldContext never count on a part
+// that may have expired at its master. The caller holds h.mu.
+func (h *hold) goneLocked() bool {
 	if h.ended || h.err != nil {
-		return
+		return true
 	}
 	for i, s := range h.state {
 		if s != stHeld {
 			continue
 		}
-		wd := h.m.owners[i].E.WD
-		if err := wd.Expired(h.wd[i]); err != nil && wd.Lose(h.wd[i], err) {
-			h.masterLostLocked(i, err)
+		if _, cause := h.m.owners[i].E.WD.Gone(h.wd[i]); cause != nil {
+			h.masterLostLocked(i, cause) // a late masterLost then finds it counted
 		}
 	}
+	return h.err != nil
 }
 
 // loseLocked declares the hold lost, and ends its contexts right after

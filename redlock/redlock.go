@@ -388,7 +388,7 @@ func (m *Mutex) unlock(ctx context.Context) (*core.Event, error) {
 		return ev, m.errorf("unlock", cause)
 	}
 	return nil, m.errorf("unlock", &quorumError{
-		detail: fmt.Sprintf("released on %d of %d masters, %d needed%s; a master that did not answer keeps it until its lease ends",
+		detail: fmt.Sprintf("released on %d of %d masters, %d needed%s; any other master that has it keeps it until its lease ends",
 			released, len(m.owners), m.quorum, notHeldNote(notHeld)),
 		errs: errs,
 	})
@@ -417,8 +417,7 @@ func (m *Mutex) Held() bool {
 		return false
 	}
 	h.mu.Lock()
-	h.expireLocked()
-	held := !h.ended && h.err == nil
+	held := !h.goneLocked()
 	ev := h.lostEvent()
 	h.mu.Unlock()
 	m.emit(ev)
@@ -461,15 +460,18 @@ func (m *Mutex) LostErr() error {
 // cancel it. Pass it to the work the lock protects, so that the work
 // stops when the hold does (relock.Do does this for you). When the handle
 // holds nothing, the context is cancelled already (cause: an error
-// matching relock.ErrNotHeld, or the loss of a hold not yet unlocked). It
-// asks nothing of the masters, and starts no goroutine.
+// matching relock.ErrNotHeld, or the loss of a hold not yet unlocked).
+// Parts past their local deadline are lost (see Held): when that leaves
+// fewer than a majority, HoldContext declares the loss (Lost fires) and
+// returns a context ended with it. It asks nothing of the masters, and
+// starts no goroutine.
 func (m *Mutex) HoldContext(ctx context.Context) context.Context {
 	h := m.last.Load()
 	if m.err != nil || h == nil {
 		return core.Ended(ctx, lockerr.NotHeld)
 	}
 	h.mu.Lock()
-	h.expireLocked()
+	h.goneLocked()
 	ended, err := h.ended, h.err
 	ev := h.lostEvent()
 	h.mu.Unlock()

@@ -158,6 +158,7 @@ func TestForceUnlock(t *testing.T) {
 		case <-time.After(2 * time.Second):
 			t.Fatal("the former holder was not told it lost the lock")
 		}
+		assert.ErrorIs(t, a.LostErr(), relock.ErrLockGone, "a renewal found the lock gone")
 		assert.ErrorIs(t, a.Unlock(ctx), relock.ErrNotHeld)
 		assert.Equal(t, 1, holdCount(t, b), "the former holder's unlock touched the new owner")
 		require.NoError(t, b.Unlock(ctx))

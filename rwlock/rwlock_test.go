@@ -693,6 +693,7 @@ func TestLostWhenKeyDeleted(t *testing.T) {
 		case <-time.After(2 * time.Second):
 			t.Fatal("Lost did not fire after the lock was deleted")
 		}
+		assert.ErrorIs(t, l.LostErr(), relock.ErrLockGone, "a renewal found the lock gone")
 		assert.Empty(t, s.Keys(t, lockKey(name)), "the watchdog recreated a deleted lock")
 		assert.ErrorIs(t, l.RUnlock(ctx), relock.ErrNotHeld)
 		assert.ErrorIs(t, l.RUnlock(ctx), relock.ErrNotHeld)

@@ -26,10 +26,10 @@ import (
 // When the handle holds nothing it returns an error matching
 // lockerr.NotHeld (with the cause when its hold was lost) and sends
 // nothing; past the hold's local deadline it declares the hold lost, as
-// Held does, and returns that loss (lockerr.Expired) without asking Redis,
-// where the key may have expired and been taken. When Redis no longer has the hold as this owner's, the hold is
-// lost (Lost fires) and the error matches lockerr.NotHeld and
-// lockerr.Gone; nothing of another owner's is touched. The lease is set
+// Held does, and returns that loss (lockerr.Expired) without asking
+// Redis, where the key may have expired and been taken. When Redis no
+// longer has the hold as this owner's, the hold is lost (Lost fires) and
+// the error matches lockerr.NotHeld and lockerr.Gone; nothing of another owner's is touched. The lease is set
 // absolutely, so a copy that runs twice (go-redis's resend after a lost
 // reply) leaves the same lease. When the reply is lost, the error says so
 // and the local deadline is the earlier of the old one and the new lease:
@@ -106,7 +106,7 @@ func (h *Holder) Extend(ctx context.Context, op string, d time.Duration) error {
 		// has d left there, and a handle that reported the loss never
 		// releases it (its owed Unlock sends nothing).
 		h.giveBackLocked(ctx)
-		h.markLostLocked(err)
+		h.forgetLocked(err)
 		return h.errorf(op, err)
 	}
 	return nil

@@ -269,16 +269,23 @@ func (h *Holder) syncLostLocked() {
 		return
 	}
 	if err := h.E.WD.Err(h.hold); err != nil {
-		h.markLostLocked(err)
+		h.forgetLocked(err)
 	}
 }
 
 // loseLocked declares the current holds lost because of cause, learned
-// from Redis by this handle.
+// from Redis by this handle. If the watchdog has declared them lost
+// meanwhile, its cause stands, and the report is its own.
 func (h *Holder) loseLocked(cause error) {
-	if h.hold != nil && h.E.WD.Lose(h.hold, cause) {
-		h.lostLocked(cause)
-		return
+	if h.hold != nil {
+		if h.E.WD.Lose(h.hold, cause) {
+			h.lostLocked(cause)
+			return
+		}
+		if err := h.E.WD.Err(h.hold); err != nil {
+			h.forgetLocked(err)
+			return
+		}
 	}
 	h.markLostLocked(cause)
 }
@@ -310,14 +317,22 @@ func (h *Holder) lostLocked(cause error) {
 	h.markLostLocked(cause)
 }
 
-// markLostLocked forgets the lost watchdog hold and keeps the counts as
-// unlocks owed. A final release whose reply was lost stays pending: that
-// release may be what ended the hold (the lock found gone, or its lease
-// run out after the unconfirmed release), and the next Unlock resends it
-// to find out (see releaseLocked).
+// markLostLocked forgets the lost watchdog hold, ends the hold's
+// contexts, and keeps the counts as unlocks owed (see forgetLocked). For
+// a loss this handle declared: Lost has fired.
 func (h *Holder) markLostLocked(cause error) {
-	h.hold = nil
 	h.scope.End(cause)
+	h.forgetLocked(cause)
+}
+
+// forgetLocked is markLostLocked for a loss the watchdog declared: the
+// hold's contexts are its to end (OnEnd), right after Lost fires, which
+// may not have happened yet. A final release whose reply was lost stays
+// pending: that release may be what ended the hold (the lock found gone,
+// or its lease run out after the unconfirmed release), and the next
+// Unlock resends it to find out (see releaseLocked).
+func (h *Holder) forgetLocked(cause error) {
+	h.hold = nil
 	if p := h.pending; p == nil || !p.Final() {
 		h.pending = nil
 	}
@@ -499,8 +514,8 @@ func (h *Holder) LostErr() error {
 // error) when it is lost, right after Lost fires; with cause
 // context.Canceled when the handle's last unit is released (the final
 // release is called, whatever its outcome). When the handle holds nothing
-// (or has lost it), the context is cancelled already, with cause
-// lockerr.NotHeld (or the loss).
+// (or has lost it, or is past its local deadline: see Held), the context
+// is cancelled already, with cause lockerr.NotHeld (or the loss).
 func (h *Holder) HoldContext(parent context.Context) context.Context {
 	h.mu.Lock()
 	defer h.unlock()
@@ -533,10 +548,12 @@ func (h *Holder) Held(class Class) int {
 // goneLocked reports whether the handle's holds are lost, declaring them
 // lost first if they are past their local deadline (see Held).
 func (h *Holder) goneLocked() bool {
-	h.syncLostLocked()
-	if h.lost == nil && h.hold != nil {
-		if err := h.E.WD.Expired(h.hold); err != nil {
-			h.loseLocked(err)
+	if h.hold != nil {
+		switch declared, cause := h.E.WD.Gone(h.hold); {
+		case declared:
+			h.lostLocked(cause) // Lost has fired: the event is this handle's
+		case cause != nil:
+			h.forgetLocked(cause) // the watchdog's to report
 		}
 	}
 	return h.lost != nil

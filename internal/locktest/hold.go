@@ -118,6 +118,7 @@ func HoldContextGoroutines(t *testing.T, k Kind) {
 		hc = h.HoldContext(ctx)
 		deleteLock(t, s, name)
 		ended(hc, "the key deleted")
+		assert.ErrorIs(t, context.Cause(hc), relock.ErrLockGone, "a renewal found the key gone")
 		assert.ErrorIs(t, h.Unlock(ctx), relock.ErrNotHeld)
 
 		c2, _ := redistest.NewClient(t, s)

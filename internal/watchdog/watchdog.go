@@ -416,15 +416,23 @@ func (w *Watchdog) loseQuietLocked(h *Hold, cause error) bool {
 	return true
 }
 
-// Expired returns the loss that h's timer is about to declare when h is
-// past its local deadline (this process was paused, say), else nil.
-func (w *Watchdog) Expired(h *Hold) error {
+// Gone returns h's loss, or nil while h is live. That is the loss already
+// declared or, when h is past its local deadline and its timer has not
+// fired yet (a timer fires late when this process is starved of CPU), the
+// loss that timer would declare, which Gone then declares itself, quietly
+// as Lose does: declared is true, h.OnLost is not called, and the caller
+// reports the loss.
+func (w *Watchdog) Gone(h *Hold) (declared bool, cause error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if !h.active || time.Now().Before(h.deadline) {
-		return nil
+	if h.err != nil {
+		return false, h.err
 	}
-	return deadlineLoss(h)
+	if !h.active || time.Now().Before(h.deadline) {
+		return false, nil
+	}
+	cause = deadlineLoss(h)
+	return w.loseQuietLocked(h, cause), cause
 }
 
 // deadlineLoss is the loss of h at its local deadline.

@@ -215,6 +215,70 @@ func TestLostHoldStaysLost(t *testing.T) {
 	})
 }
 
+// Gone declares a hold past its local deadline whose timer has not fired
+// (a timer fires late on a starved process) quietly: once, with the loss
+// the timer would have declared, Lost closed and OnLost not called; and
+// reports a loss the timer declared without declaring it again.
+func TestGone(t *testing.T) {
+	redistest.Parallel(t)
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		w := watchdog.New(s.Client(t), time.Second, nil, nil)
+		t.Cleanup(w.Close)
+		name := redistest.Name(t)
+		var mu sync.Mutex
+		var told []error
+		hold := func(key string, lease time.Duration) *watchdog.Hold {
+			h := watchdog.NewHold("relock:mutex:{"+name+"."+key+"}", watchdog.KindString, "token")
+			h.OnLost = func(cause error) {
+				mu.Lock()
+				told = append(told, cause)
+				mu.Unlock()
+			}
+			require.False(t, w.Add(h, time.Now(), lease, false))
+			return h
+		}
+
+		late := hold("late", 100*time.Millisecond)
+		declared, cause := w.Gone(late)
+		assert.False(t, declared)
+		assert.NoError(t, cause, "gone before its deadline")
+		watchdog.StopTimer(w, late)
+		time.Sleep(150 * time.Millisecond)
+		select {
+		case <-late.Lost():
+			t.Fatal("lost with its timer stopped, before Gone")
+		default:
+		}
+		declared, cause = w.Gone(late)
+		assert.True(t, declared, "Gone did not declare a hold past its deadline")
+		assert.ErrorIs(t, cause, relock.ErrLeaseExpired)
+		assert.ErrorIs(t, w.Err(late), relock.ErrLeaseExpired)
+		select {
+		case <-late.Lost():
+		default:
+			t.Fatal("Lost not closed when Gone returned")
+		}
+		declared, again := w.Gone(late)
+		assert.False(t, declared, "declared twice")
+		assert.Equal(t, cause, again)
+
+		onTime := hold("on-time", 50*time.Millisecond)
+		select {
+		case <-onTime.Lost():
+		case <-time.After(2 * time.Second):
+			t.Fatal("the timer did not declare the hold lost")
+		}
+		declared, cause = w.Gone(onTime)
+		assert.False(t, declared, "Gone declared a loss the timer had declared")
+		assert.ErrorIs(t, cause, relock.ErrLeaseExpired)
+		assert.Equal(t, 0, w.Len())
+		mu.Lock()
+		defer mu.Unlock()
+		require.Len(t, told, 1, "OnLost: the timer's loss only, not Gone's")
+		assert.ErrorIs(t, told[0], relock.ErrLeaseExpired)
+	})
+}
+
 // TestRing renews locks spread over the shards of a go-redis Ring (two
 // miniredis servers: the package's real server is one): every shard gets
 // the script, and every call goes to the shard that owns its keys.

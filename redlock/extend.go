@@ -190,9 +190,15 @@ func (h *hold) extendedLocked(r reply, gen uint64, start time.Time, lease time.D
 		return false
 	}
 	wd := h.m.owners[i].E.WD
+	if err := wd.Err(h.wd[i]); err != nil {
+		h.masterLostLocked(i, err) // lost meanwhile: its watchdog's report is on its way
+		return false
+	}
 	if r.val[0] != 1 {
 		cause := lockerr.Loss(lockerr.Gone, "lock gone or taken by another owner")
-		wd.Lose(h.wd[i], cause) // no longer watched there
+		if !wd.Lose(h.wd[i], cause) { // no longer watched there
+			cause = wd.Err(h.wd[i]) // its watchdog declared it first
+		}
 		h.masterLostLocked(i, cause)
 		return false
 	}
@@ -203,8 +209,9 @@ func (h *hold) extendedLocked(r reply, gen uint64, start time.Time, lease time.D
 		h.masterLostLocked(i, lockerr.ClosedLoss)
 		return false
 	}
-	if wd.Err(h.wd[i]) != nil {
-		return false // lost meanwhile: its watchdog is telling the hold
+	if err := wd.Err(h.wd[i]); err != nil {
+		h.masterLostLocked(i, err) // lost meanwhile: its watchdog's report is on its way
+		return false
 	}
 	h.lease[i] = lease
 	if !h.watched {

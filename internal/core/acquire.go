@@ -199,8 +199,7 @@ func (c *call) Attempt(ctx context.Context) (bool, time.Duration, error) {
 	case ReplyAborted:
 		return false, 0, h.errorf(c.op, fmt.Errorf("request %s was aborted", r.ID))
 	case ReplyLostHold:
-		cause := lockerr.Loss(lockerr.Gone, "re-entry refused: this handle's earlier hold is gone")
-		h.loseLocked(cause)
+		cause := h.loseLocked(lockerr.Loss(lockerr.Gone, "re-entry refused: this handle's earlier hold is gone"))
 		return false, 0, h.errorf(c.op, cause)
 	case ReplyUpgrade:
 		return false, 0, h.errorf(c.op, fmt.Errorf("%w: this handle holds read holds only", lockerr.Upgrade))

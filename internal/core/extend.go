@@ -83,8 +83,7 @@ func (h *Holder) Extend(ctx context.Context, op string, d time.Duration) error {
 		return h.errorf(op, err)
 	}
 	if res[0] == 0 {
-		cause := lockerr.Loss(lockerr.Gone, "lock gone, expired or taken by another owner")
-		h.loseLocked(cause)
+		cause := h.loseLocked(lockerr.Loss(lockerr.Gone, "lock gone, expired or taken by another owner"))
 		return h.errorf(op, cause)
 	}
 	if h.Cfg.SyncReplicas > 0 {

@@ -162,9 +162,7 @@ func (h *Holder) RunGuarded(ctx context.Context, op string, g *Guarded, keys []s
 		return gs.Run(ctx, via, all, argv...)
 	})
 	if err := res.Err(); err != nil && isNotHeldReply(err) {
-		cause := lockerr.Loss(lockerr.Gone, "lock gone, expired or taken by another owner")
-		h.loseLocked(cause)
-		return fail(cause)
+		return fail(h.loseLocked(lockerr.Loss(lockerr.Gone, "lock gone, expired or taken by another owner")))
 	}
 	// The caller gets the reply and error in a command of its own: res's
 	// arguments hold the owner token, which its String would print.

@@ -274,20 +274,22 @@ func (h *Holder) syncLostLocked() {
 }
 
 // loseLocked declares the current holds lost because of cause, learned
-// from Redis by this handle. If the watchdog has declared them lost
-// meanwhile, its cause stands, and the report is its own.
-func (h *Holder) loseLocked(cause error) {
+// from Redis by this handle, and returns the loss that stands: if the
+// watchdog has declared them lost meanwhile, its cause (and the report is
+// its own), so that the caller's error and LostErr agree.
+func (h *Holder) loseLocked(cause error) error {
 	if h.hold != nil {
 		if h.E.WD.Lose(h.hold, cause) {
 			h.lostLocked(cause)
-			return
+			return cause
 		}
 		if err := h.E.WD.Err(h.hold); err != nil {
 			h.forgetLocked(err)
-			return
+			return err
 		}
 	}
 	h.markLostLocked(cause)
+	return cause
 }
 
 // LoseIf declares the handle's current hold lost because of cause, as
@@ -471,8 +473,7 @@ func (h *Holder) releaseLocked(ctx context.Context, op string, class Class, n in
 		h.E.Records.Done(r.Record(&h.Owner), start)
 	}
 	if res == 0 {
-		cause := lockerr.Loss(lockerr.Gone, "lock gone, expired or taken by another owner")
-		h.loseLocked(cause)
+		h.loseLocked(lockerr.Loss(lockerr.Gone, "lock gone, expired or taken by another owner"))
 		// This unlock is one of those owed.
 		return h.releaseLocked(ctx, op, class, n)
 	}
@@ -521,12 +522,27 @@ func (h *Holder) HoldContext(parent context.Context) context.Context {
 	defer h.unlock()
 	h.goneLocked() // past the local deadline: lost (see Held)
 	switch {
+	case h.lost != nil && h.scope != nil && h.last != nil && !isClosed(h.last.Lost()):
+		// Declared by the watchdog, which is about to close Lost and
+		// then end the hold's contexts (OnEnd), this one among them: not
+		// before Lost fires (an observer of the loss may be asking).
+		return h.scope.Context(parent)
 	case h.lost != nil:
 		return Ended(parent, h.lost)
 	case h.hold == nil || h.held.Zero() || h.scope == nil:
 		return Ended(parent, lockerr.NotHeld)
 	}
 	return h.scope.Context(parent)
+}
+
+// isClosed reports whether ch is closed (it is never sent on).
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // Held returns the units of class the handle holds as far as it knows:

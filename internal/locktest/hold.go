@@ -81,7 +81,53 @@ func HoldContext(t *testing.T, k Kind) {
 		}
 		assert.ErrorIs(t, context.Cause(hc), relock.ErrClosed)
 		assert.ErrorIs(t, h2.Unlock(ctx), relock.ErrNotHeld)
+
+		// A loss seen by an observer of EventLost, which runs before Lost
+		// fires: a HoldContext it asks for is not done yet (a done one
+		// means Lost has fired), and ends with the loss.
+		var h3 Handle
+		seen := make(chan context.Context, 1)
+		lostThen := make(chan bool, 1)
+		c3, _ := redistest.NewClient(t, s, relock.WithWatchdogTimeout(lease), relock.WithObserver(func(ev relock.Event) {
+			if ev.Type == relock.EventLost && ev.Name == name {
+				hc := h3.HoldContext(ctx)
+				if hc.Err() != nil {
+					lostThen <- isClosed(h3.Lost())
+				}
+				seen <- hc
+			}
+		}))
+		h3 = k.New(c3, name)
+		require.NoError(t, h3.Lock(ctx))
+		deleteLock(t, s, name)
+		select {
+		case hc = <-seen:
+		case <-time.After(2 * lease):
+			t.Fatal("no EventLost after the key was deleted")
+		}
+		select {
+		case fired := <-lostThen:
+			assert.True(t, fired, "an observer of the loss got a done HoldContext before Lost fired")
+		default:
+		}
+		select {
+		case <-hc.Done():
+		case <-time.After(time.Second):
+			t.Fatal("the context an observer of the loss got outlived the loss")
+		}
+		assert.ErrorIs(t, context.Cause(hc), relock.ErrLockGone)
+		assert.ErrorIs(t, h3.Unlock(ctx), relock.ErrNotHeld)
 	})
+}
+
+// isClosed reports whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // HoldContextGoroutines: a hold's contexts start no goroutine, and leave

@@ -238,12 +238,12 @@ func TestGone(t *testing.T) {
 			return h
 		}
 
-		late := hold("late", 100*time.Millisecond)
+		late := hold("late", 600*time.Millisecond)
+		watchdog.StopTimer(w, late)
 		declared, cause := w.Gone(late)
 		assert.False(t, declared)
 		assert.NoError(t, cause, "gone before its deadline")
-		watchdog.StopTimer(w, late)
-		time.Sleep(150 * time.Millisecond)
+		time.Sleep(650 * time.Millisecond)
 		select {
 		case <-late.Lost():
 			t.Fatal("lost with its timer stopped, before Gone")

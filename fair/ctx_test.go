@@ -42,6 +42,11 @@ func TestExtendLateReply(t *testing.T) {
 	locktest.ExtendLateReply(t, kind)
 }
 
+func TestReentryLateReply(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ReentryLateReply(t, kind)
+}
+
 func TestLockFor(t *testing.T) {
 	redistest.Parallel(t)
 	locktest.LockFor(t, kind)

@@ -71,8 +71,11 @@ func New(c *relock.Client, name string, opts ...relock.LockOption) *Lock {
 // (unreachable, a timeout) ends the wait too: it returns that error after
 // the same clean-up (what a Redis that does not answer keeps of the attempt
 // expires on its own, within the lease); call it again to wait again. A
-// re-entry on a hold that was lost (see Lost) returns an error matching
-// relock.ErrNotHeld: the outer critical section is no longer protected. Such
+// re-entry on a hold that was lost (see Lost), or past its local deadline
+// (see Held), returns an error matching relock.ErrNotHeld: the outer
+// critical section is no longer protected. A re-entry that Redis granted
+// but whose reply came after the hold was declared lost returns that loss
+// too, and what it renewed at Redis is given back at once. Such
 // a handle refuses every Lock until it has been unlocked as many times as it
 // was locked (see "When a hold is lost" in package relock).
 func (l *Lock) Lock(ctx context.Context) error { return l.x.Lock(ctx, "lock", 0, false) }

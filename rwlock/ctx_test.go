@@ -42,6 +42,11 @@ func TestExtendLateReply(t *testing.T) {
 	sides(t, locktest.ExtendLateReply)
 }
 
+func TestReentryLateReply(t *testing.T) {
+	redistest.Parallel(t)
+	sides(t, locktest.ReentryLateReply)
+}
+
 func TestLockFor(t *testing.T) {
 	redistest.Parallel(t)
 	sides(t, locktest.LockFor)

@@ -146,7 +146,7 @@ func (c *call) Attempt(ctx context.Context) (bool, time.Duration, error) {
 	if err := h.settleLocked(ctx); err != nil {
 		return false, 0, err
 	}
-	if h.lost != nil {
+	if h.goneLocked() { // past the local deadline: lost (see Held), nothing is sent
 		return false, 0, h.errorf(c.op, fmt.Errorf("%w; unlock it before locking again", h.lost))
 	}
 	r := c.request()
@@ -175,6 +175,14 @@ func (c *call) Attempt(ctx context.Context) (bool, time.Duration, error) {
 		return false, 0, h.errorf(c.op, err)
 	}
 	if res[0] == 1 {
+		if !h.held.Zero() && h.goneLocked() {
+			// A re-entry granted after the hold it adds to was declared
+			// lost (its local deadline passed while the reply was on its
+			// way): Redis has the owner's hold again, with a full lease,
+			// which no owed Unlock would release. Give it all back.
+			h.giveBackLocked(ctx)
+			return false, 0, h.errorf(c.op, h.lost)
+		}
 		if gerr := c.gaveUp(ctx); gerr != nil {
 			// Granted after the caller's ctx ended (go-redis does not
 			// interrupt a command on ctx end unless told to) or the

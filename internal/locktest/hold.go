@@ -432,6 +432,39 @@ func ExtendLateReply(t *testing.T, k Kind) {
 	})
 }
 
+// ReentryLateReply: a re-entry that Redis grants, whose reply comes after
+// the hold it adds to was declared lost (its fixed lease ran out locally),
+// fails with the loss, and the hold it renewed at Redis is given back:
+// the next owner need not wait out a lease nobody will release. For the
+// kinds whose holding handle may lock again.
+func ReentryLateReply(t *testing.T, k Kind) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := testCtx(t)
+		c, rdb := redistest.NewClient(t, s)
+		admin := s.Admin(t)
+		name := redistest.Name(t)
+		late := &lateReply{match: func(cmd redis.Cmder) bool { return redistest.IsScript(cmd.Name()) && !renewal(cmd) }}
+		redistest.AddHook(rdb, late)
+		h := k.New(c, name, relock.WithLease(600*time.Millisecond))
+		require.NoError(t, h.Lock(ctx))
+		late.hold(h.Lost())
+		err := h.Lock(ctx) // re-entry: its lease at Redis is a full 600 ms again
+		late.hold(nil)
+		assert.ErrorIs(t, err, relock.ErrNotHeld, "a re-entry confirmed after the hold was declared lost")
+		assert.ErrorIs(t, err, relock.ErrLeaseExpired)
+		assert.False(t, h.Held())
+		assert.Zero(t, admin.Exists(ctx, k.Key(name)).Val(), "the hold a late re-entry renewed is left")
+		assert.ErrorIs(t, h.Unlock(ctx), relock.ErrNotHeld)
+		next := k.waiter(c, name)
+		ok, err := next.TryLock(ctx)
+		require.NoError(t, err)
+		assert.True(t, ok, "the next owner, once the lost hold was given back")
+		if ok {
+			require.NoError(t, next.Unlock(ctx))
+		}
+	})
+}
+
 // ExtendStalled: when the server stalls past the client's read timeout,
 // go-redis resends the Extend, which is applied once. It stalls the
 // server that the binary's tests share (DEBUG SLEEP): it runs alone.

@@ -55,6 +55,9 @@ func anyRenewal(cmds []redis.Cmder) bool {
 // closed (a hold's Lost, say), at most 5 s: Redis has applied it, and its
 // sender learns it late.
 type lateReply struct {
+	// match, if set, picks the commands held back instead of renewals.
+	match func(redis.Cmder) bool
+
 	mu    sync.Mutex
 	until <-chan struct{}
 }
@@ -76,7 +79,7 @@ func (l *lateReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		l.mu.Unlock()
 		// Only a reply that Redis ran the script for: a refusal first
 		// (NOSCRIPT, a function library not loaded yet) is resent at once.
-		if until != nil && err == nil && renewal(cmd) {
+		if until != nil && err == nil && l.matches(cmd) {
 			select {
 			case <-until:
 			case <-time.After(5 * time.Second):
@@ -84,6 +87,13 @@ func (l *lateReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		}
 		return err
 	}
+}
+
+func (l *lateReply) matches(cmd redis.Cmder) bool {
+	if l.match != nil {
+		return l.match(cmd)
+	}
+	return renewal(cmd)
 }
 
 func (l *lateReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {

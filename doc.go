@@ -61,7 +61,16 @@
 // Redis. So a nested Lock inside a critical section whose hold is gone
 // never starts a fresh hold unnoticed. Once the caller has unlocked as
 // many times as it locked (as a deferred Unlock does), the handle is
-// usable again: its next Lock starts a new hold.
+// usable again: its next Lock starts a new hold. A hold past its local
+// deadline is lost even before the watchdog's timer says so (a timer fires
+// late on a process starved of CPU): Held, Extend, Run, HoldContext and a
+// re-entry declare it. A re-entry (or a further acquire of permits or read
+// holds) that Redis granted, but whose reply came after the hold was
+// declared lost, fails with that loss, and the owner's whole hold is given
+// back at Redis at once (if Redis can be reached), so the lock passes to
+// the next owner without waiting out a lease that nobody would release. A
+// hold lost because its Client was closed is left at Redis for its lease,
+// for another process to Resume.
 //
 // # The hold as a Go value
 //

@@ -75,7 +75,7 @@ func New(c *relock.Client, name string, opts ...relock.LockOption) *Lock {
 // (see Held), returns an error matching relock.ErrNotHeld: the outer
 // critical section is no longer protected. A re-entry that Redis granted
 // but whose reply came after the hold was declared lost returns that loss
-// too, and what it renewed at Redis is given back at once. Such
+// too (see "When a hold is lost" in package relock). Such
 // a handle refuses every Lock until it has been unlocked as many times as it
 // was locked (see "When a hold is lost" in package relock).
 func (l *Lock) Lock(ctx context.Context) error { return l.x.Lock(ctx, "lock", 0, false) }

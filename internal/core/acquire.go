@@ -179,7 +179,16 @@ func (c *call) Attempt(ctx context.Context) (bool, time.Duration, error) {
 			// A re-entry granted after the hold it adds to was declared
 			// lost (its local deadline passed while the reply was on its
 			// way): Redis has the owner's hold again, with a full lease,
-			// which no owed Unlock would release. Give it all back.
+			// which no owed Unlock would release. Give it all back; but a
+			// closed Client's holds stay at Redis for their lease, for
+			// another process to Resume: undo only this re-entry.
+			if errors.Is(h.lost, lockerr.Closed) {
+				h.abortLocked(ctx, r)
+				return false, 0, h.errorf(c.op, h.lost)
+			}
+			if len(res) == 3 && res[2] == 1 && h.proto.Records() {
+				h.E.Records.Done(r.Record(&h.Owner), start) // its reply came: no resend
+			}
 			h.giveBackLocked(ctx)
 			return false, 0, h.errorf(c.op, h.lost)
 		}

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -104,7 +105,11 @@ func (h *Holder) Extend(ctx context.Context, op string, d time.Duration) error {
 		// while this Extend was in flight, and Redis applied it: the lock
 		// has d left there, and a handle that reported the loss never
 		// releases it (its owed Unlock sends nothing).
-		h.giveBackLocked(ctx)
+		if !errors.Is(err, lockerr.Closed) {
+			// (A closed Client's holds stay at Redis for their lease,
+			// for another process to Resume.)
+			h.giveBackLocked(ctx)
+		}
 		h.forgetLocked(err)
 		return h.errorf(op, err)
 	}
@@ -118,6 +123,9 @@ func (h *Holder) Extend(ctx context.Context, op string, d time.Duration) error {
 // and passes the lock on, detached from ctx (see Detach). If it fails, the
 // hold ends with its lease at Redis.
 func (h *Holder) giveBackLocked(ctx context.Context) {
+	// Not over a pinned connection (WithSyncReplicas): it cannot follow a
+	// moving slot, and a refusal would go unanswered.
+	h.unpin()
 	class := Units
 	if h.held[Write] > 0 {
 		class = Write

@@ -435,8 +435,10 @@ func ExtendLateReply(t *testing.T, k Kind) {
 // ReentryLateReply: a re-entry that Redis grants, whose reply comes after
 // the hold it adds to was declared lost (its fixed lease ran out locally),
 // fails with the loss, and the hold it renewed at Redis is given back:
-// the next owner need not wait out a lease nobody will release. For the
-// kinds whose holding handle may lock again.
+// the next owner need not wait out a lease nobody will release; but a hold
+// lost because its Client was closed stays at Redis (for another process
+// to Resume): only the re-entry is undone. For the kinds whose holding
+// handle may lock again.
 func ReentryLateReply(t *testing.T, k Kind) {
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
@@ -462,6 +464,24 @@ func ReentryLateReply(t *testing.T, k Kind) {
 		if ok {
 			require.NoError(t, next.Unlock(ctx))
 		}
+
+		// The Client closed while the re-entry's reply is on its way.
+		c2, rdb2 := redistest.NewClient(t, s)
+		late2 := &lateReply{match: late.match}
+		redistest.AddHook(rdb2, late2)
+		h2 := k.New(c2, name, relock.WithLease(10*time.Second))
+		require.NoError(t, h2.Lock(ctx))
+		late2.hold(h2.Lost())
+		go func() {
+			time.Sleep(50 * time.Millisecond)
+			_ = c2.Close()
+		}()
+		err = h2.Lock(ctx)
+		late2.hold(nil)
+		assert.ErrorIs(t, err, relock.ErrClosed)
+		assert.Equal(t, int64(1), admin.Exists(ctx, k.Key(name)).Val(),
+			"a closed Client's hold was deleted, not left for another process to Resume")
+		require.NoError(t, admin.Del(ctx, k.Key(name)).Err())
 	})
 }
 

@@ -522,7 +522,7 @@ func (h *Holder) HoldContext(parent context.Context) context.Context {
 	defer h.unlock()
 	h.goneLocked() // past the local deadline: lost (see Held)
 	switch {
-	case h.lost != nil && h.scope != nil && h.last != nil && !isClosed(h.last.Lost()):
+	case h.lost != nil && h.scope != nil && h.last != nil && !IsClosed(h.last.Lost()):
 		// Declared by the watchdog, which is about to close Lost and
 		// then end the hold's contexts (OnEnd), this one among them: not
 		// before Lost fires (an observer of the loss may be asking).
@@ -535,8 +535,9 @@ func (h *Holder) HoldContext(parent context.Context) context.Context {
 	return h.scope.Context(parent)
 }
 
-// isClosed reports whether ch is closed (it is never sent on).
-func isClosed(ch <-chan struct{}) bool {
+// IsClosed reports whether ch, a channel that is never sent on (a Lost
+// channel), is closed.
+func IsClosed(ch <-chan struct{}) bool {
 	select {
 	case <-ch:
 		return true

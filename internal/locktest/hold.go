@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relock-go/relock"
+	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/redistest"
 )
 
@@ -92,7 +93,7 @@ func HoldContext(t *testing.T, k Kind) {
 			if ev.Type == relock.EventLost && ev.Name == name {
 				hc := h3.HoldContext(ctx)
 				if hc.Err() != nil {
-					lostThen <- isClosed(h3.Lost())
+					lostThen <- core.IsClosed(h3.Lost())
 				}
 				seen <- hc
 			}
@@ -118,16 +119,6 @@ func HoldContext(t *testing.T, k Kind) {
 		assert.ErrorIs(t, context.Cause(hc), relock.ErrLockGone)
 		assert.ErrorIs(t, h3.Unlock(ctx), relock.ErrNotHeld)
 	})
-}
-
-// isClosed reports whether ch is closed.
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }
 
 // HoldContextGoroutines: a hold's contexts start no goroutine, and leave

@@ -30,13 +30,15 @@ import (
 // Held does, and returns that loss (lockerr.Expired) without asking
 // Redis, where the key may have expired and been taken. When Redis no
 // longer has the hold as this owner's, the hold is lost (Lost fires) and
-// the error matches lockerr.NotHeld and lockerr.Gone; nothing of another owner's is touched. The lease is set
-// absolutely, so a copy that runs twice (go-redis's resend after a lost
-// reply) leaves the same lease. When the reply is lost, the error says so
-// and the local deadline is the earlier of the old one and the new lease:
-// Redis may or may not have applied it. When the reply comes after the
-// hold's local deadline (the hold was declared lost meanwhile), the error
-// is the loss, and what Redis extended is given back.
+// the error matches lockerr.NotHeld and lockerr.Gone; nothing of another
+// owner's is touched. The lease is set absolutely, so a copy that runs
+// twice (go-redis's resend after a lost reply) leaves the same lease.
+// When the reply is lost, the error says so and the local deadline is the
+// earlier of the old one and the new lease: Redis may or may not have
+// applied it. When the reply comes after the hold was declared lost (its
+// local deadline passed meanwhile), the error is the loss, and what Redis
+// extended is given back, unless the Client was closed: its holds stay at
+// Redis for their lease, for another process to Resume.
 func (h *Holder) Extend(ctx context.Context, op string, d time.Duration) error {
 	if err := h.Check(); err != nil {
 		return h.errorf(op, err)

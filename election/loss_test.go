@@ -401,7 +401,9 @@ func TestSyncReplicas(t *testing.T) {
 		t.Cleanup(func() { _ = c.Close() })
 		name := redistest.Name(t)
 
-		e := election.New(c, name, relock.WithSyncReplicas(1, 500*time.Millisecond))
+		// 2 s: a 500 ms WAIT ran out on a loaded machine (CI43) while the
+		// replica, a process of its own, was starved of CPU.
+		e := election.New(c, name, relock.WithSyncReplicas(1, 2*time.Second))
 		require.NoError(t, e.Campaign(ctx, "v"), "one replica, one asked")
 		time.Sleep(lease) // renewals confirmed by the replica keep it
 		assert.True(t, e.Leading())

@@ -39,10 +39,11 @@ import (
 // yet unlocked) and sends nothing. A part past its local deadline is lost
 // (see Held) and nothing is sent to its master; when that leaves fewer
 // than a majority, the hold is lost (Lost fires) and the error matches
-// relock.ErrNotHeld and relock.ErrLeaseExpired. A master that replies that the key is
-// no longer this handle's has lost its part, as if its watchdog had found
-// it; when that leaves fewer than a majority, the hold is lost (Lost
-// fires) and the error matches relock.ErrNotHeld and relock.ErrLockGone.
+// relock.ErrNotHeld and relock.ErrLeaseExpired. A master that replies
+// that the key is no longer this handle's has lost its part, as if its
+// watchdog had found it; when that leaves fewer than a majority, the hold
+// is lost (Lost fires) and the error matches relock.ErrNotHeld and
+// relock.ErrLockGone.
 // When fewer than a majority confirmed (the others unreachable, slow,
 // their Client closed), it returns an error matching ErrNoQuorum, and the
 // hold goes on with the parts' leases as above: a hold whose Extend to a

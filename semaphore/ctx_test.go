@@ -49,6 +49,13 @@ func TestExtendLateReply(t *testing.T) {
 	locktest.ExtendLateReply(t, sem1)
 }
 
+// TestReentryLateReply: a handle that holds a permit acquires one more,
+// and Redis's grant arrives after the hold was declared lost.
+func TestReentryLateReply(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ReentryLateReply(t, sem2)
+}
+
 func TestLockFor(t *testing.T) {
 	redistest.Parallel(t)
 	locktest.LockFor(t, sem1)

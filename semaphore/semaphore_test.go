@@ -937,7 +937,23 @@ var sem1 = locktest.Kind{
 }
 
 func newSem1(c *relock.Client, name string, opts ...relock.LockOption) locktest.Handle {
-	s := semaphore.New(c, name, 1, opts...)
+	return newSem(c, name, 1, opts...)
+}
+
+// sem2 is sem1 with two permits: a handle that holds one may acquire
+// another, as a reentrant lock's holder may lock again.
+var sem2 = func() locktest.Kind {
+	k := sem1
+	k.New = func(c *relock.Client, name string, opts ...relock.LockOption) locktest.Handle {
+		return newSem(c, name, 2, opts...)
+	}
+	return k
+}()
+
+// newSem is a handle on a semaphore of the given permits whose Lock and
+// Unlock acquire and release one.
+func newSem(c *relock.Client, name string, permits int, opts ...relock.LockOption) locktest.Side {
+	s := semaphore.New(c, name, permits, opts...)
 	return locktest.Side{
 		Queries:     queries{s: s, c: c},
 		LockFunc:    func(ctx context.Context) error { return s.Acquire(ctx, 1) },

@@ -397,7 +397,9 @@ func Extend(t *testing.T, k Kind) {
 // the hold's local deadline passed (the watchdog declared the hold lost
 // meanwhile), reports the loss and gives back what it extended: the lock
 // used to stay for the new lease, as a lost hold's Unlock sends nothing.
-// The reply is held back by a hook until Lost fires.
+// The reply is held back by a hook until Lost fires. But an Extend whose
+// Client was closed meanwhile gives nothing back: a closed Client's holds
+// stay at Redis, for another process to Resume.
 func ExtendLateReply(t *testing.T, k Kind) {
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
@@ -420,6 +422,26 @@ func ExtendLateReply(t *testing.T, k Kind) {
 		defer cancel()
 		require.NoError(t, next.Lock(lctx), "the next owner, once the lost hold was given back")
 		require.NoError(t, next.Unlock(ctx))
+
+		// The Client closed while the Extend's reply is on its way: its
+		// holds stay at Redis for their lease, for another process to
+		// Resume; the Extend gives nothing back.
+		c2, rdb2 := redistest.NewClient(t, s)
+		late2 := &lateReply{}
+		redistest.AddHook(rdb2, late2)
+		h2 := k.New(c2, name, relock.WithLease(10*time.Second))
+		require.NoError(t, h2.Lock(ctx))
+		late2.hold(h2.Lost())
+		go func() {
+			time.Sleep(50 * time.Millisecond)
+			_ = c2.Close()
+		}()
+		err = h2.Extend(ctx, time.Minute)
+		late2.hold(nil)
+		assert.ErrorIs(t, err, relock.ErrClosed)
+		assert.Equal(t, int64(1), admin.Exists(ctx, k.Key(name)).Val(),
+			"an Extend applied after Close deleted the hold, not left for another process to Resume")
+		require.NoError(t, admin.Del(ctx, k.Key(name)).Err())
 	})
 }
 

@@ -55,7 +55,11 @@ func SyncReplicas(t *testing.T, k Kind) {
 		c := relock.New(rdb, relock.WithWatchdogTimeout(900*time.Millisecond))
 		t.Cleanup(func() { _ = c.Close() })
 		name := redistest.Name(t)
-		h := k.New(c, name, relock.WithSyncReplicas(1, 500*time.Millisecond))
+		// The replica is a process of its own, which a loaded machine may
+		// starve for more than 500 ms (election's TestSyncReplicas, CI43).
+		// WAIT returns as soon as it confirms: a longer timeout costs
+		// nothing when it is not starved.
+		h := k.New(c, name, relock.WithSyncReplicas(1, 2*time.Second))
 		require.NoError(t, h.Lock(ctx), "one replica, one asked")
 		assert.True(t, h.Held())
 		time.Sleep(time.Second) // renewals confirmed by the replica keep it

@@ -65,40 +65,55 @@ func (o *Owner) unpin() {
 	}
 }
 
+// waitSlice is the longest WAIT a handle sends while its caller's ctx
+// can be cancelled: WAIT cannot be interrupted, so a longer sync timeout
+// is waited out in WAITs of this length, the ctx checked between them.
+const waitSlice = 100 * time.Millisecond
+
 // waitReplicas asks the pinned connection's node to wait for the
 // replicas, for the sync timeout or what is left of ctx's deadline if that
 // is sooner, and returns an error matching lockerr.NotReplicated when
 // fewer than asked confirmed in time, or the caller's giving up (matching
-// lockerr.NotObtained and ctx.Err()) when ctx ended first.
+// lockerr.NotObtained and ctx.Err()) when ctx ended first: within
+// waitSlice of a cancellation, as a ctx that can be cancelled gets WAITs
+// of at most that long (each counts the replicas that have every write of
+// the connection so far, so repeating it asks the same question).
 func (o *Owner) waitReplicas(ctx context.Context) error {
 	n, t := o.Cfg.SyncReplicas, o.Cfg.SyncTimeout
 	cut := false // t is what ctx's deadline leaves, less than the sync timeout
 	if dl, ok := ctx.Deadline(); ok {
-		// WAIT cannot be interrupted (go-redis reads its reply for the
-		// WAIT timeout plus the read timeout), so it is given no longer
-		// than the caller waits; WAIT 0 would block for ever.
+		// WAIT is given no longer than the caller waits; WAIT 0 would
+		// block for ever.
 		left := time.Until(dl).Truncate(time.Millisecond)
 		if left < time.Millisecond {
 			return lockerr.GaveUp(context.DeadlineExceeded)
 		}
 		t, cut = min(t, left), left < t
 	}
-	got, err := o.conn.Wait(ctx, n, t).Result()
-	if err != nil || got < int64(n) {
+	end := time.Now().Add(t)
+	for {
+		wait := t
+		if ctx.Done() != nil {
+			wait = min(waitSlice, time.Until(end).Truncate(time.Millisecond))
+		}
+		got, err := o.conn.Wait(ctx, n, max(wait, time.Millisecond)).Result()
+		if err == nil && got >= int64(n) {
+			return nil
+		}
 		if gerr := lockerr.CtxGaveUp(ctx); gerr != nil {
 			return gerr
+		}
+		if err == nil && time.Until(end) >= time.Millisecond {
+			continue
 		}
 		if cut {
 			return lockerr.GaveUp(context.DeadlineExceeded)
 		}
-	}
-	if err != nil {
-		return fmt.Errorf("%w: WAIT: %w", lockerr.NotReplicated, err)
-	}
-	if got < int64(n) {
+		if err != nil {
+			return fmt.Errorf("%w: WAIT: %w", lockerr.NotReplicated, err)
+		}
 		return fmt.Errorf("%w: %d of %d replicas confirmed within %v", lockerr.NotReplicated, got, n, t)
 	}
-	return nil
 }
 
 // scripter is what the owner's commands go through: its pinned connection

@@ -120,7 +120,8 @@ func SyncReplicas(t *testing.T, k Kind) {
 // server without replicas, or more asked than a Cluster master has), a
 // Lock or TryLock with a 200 ms ctx returns its ctx's error soon after
 // the deadline, not ErrNotReplicated after the whole WAIT timeout (it
-// waited 8 s), and leaves no lock.
+// waited 8 s), and leaves no lock; so does a Lock whose ctx, without a
+// deadline, is cancelled during the WAIT.
 func SyncReplicasCtx(t *testing.T, k Kind) {
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		if !s.Real() {
@@ -152,5 +153,20 @@ func SyncReplicasCtx(t *testing.T, k Kind) {
 			assert.False(t, h.Held(), what)
 			assert.Zero(t, rdb.Exists(testCtx(t), k.Key(name)).Val(), "%s: a lock was left", what)
 		}
+
+		// A ctx without a deadline, cancelled during the WAIT: the
+		// acquire returns soon after (it waited the whole WAIT timeout).
+		ctx, cancel := context.WithCancel(testCtx(t))
+		time.AfterFunc(200*time.Millisecond, cancel)
+		start := time.Now()
+		err := h.Lock(ctx)
+		took := time.Since(start)
+		cancel()
+		assert.ErrorIs(t, err, context.Canceled, "cancelled: the ctx's error")
+		assert.ErrorIs(t, err, relock.ErrNotObtained)
+		assert.NotErrorIs(t, err, relock.ErrNotReplicated)
+		assert.Less(t, took, 2*time.Second, "cancelled: the WAIT outlasted the ctx")
+		assert.False(t, h.Held())
+		assert.Zero(t, rdb.Exists(testCtx(t), k.Key(name)).Val(), "cancelled: a lock was left")
 	})
 }

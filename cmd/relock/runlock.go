@@ -41,7 +41,9 @@ RELOCK_FENCE=<the hold's fencing token> (empty with -n N: a semaphore has no
 fencing token) in its environment, and releases the lock when it exits.
 Every run of one NAME must use the same -n. The hold's metadata, which
 relock inspect shows, is "relock run on HOST pid PID: PROGRAM" (COMMAND's
-program name, not its arguments).
+program name, not its arguments). A run that has waited a second for the
+lock says so on stderr, once, naming the holders as relock list does (by
+fingerprint and metadata).
 
 If the hold is lost (lease expired, lock deleted), the child's process group
 gets SIGTERM, and SIGKILL after -grace. SIGINT, SIGTERM, SIGHUP and SIGQUIT
@@ -325,9 +327,57 @@ type signalled struct{ sig os.Signal }
 
 func (s signalled) Error() string { return "interrupted by " + signalName(s.sig) }
 
+// waitNotice is how long run waits for the lock before it says once, on
+// stderr, that it waits and for whom.
+const waitNotice = time.Second
+
+// maxNamed is how many holders heldBy names.
+const maxNamed = 3
+
+// heldBy names the lock's holders for the wait notice, by fingerprint and
+// metadata as relock list shows them: `, held by owner 1a2b3c4d ("relock
+// run on host pid 42: report.sh")`; "" if Redis could not tell within
+// -call-timeout, or nobody holds it (it was just released).
+func (l *runLock) heldBy(e *env) string {
+	ctx, cancel := e.callCtx()
+	defer cancel()
+	var (
+		hs  []relock.Holder
+		err error
+	)
+	if l.s != nil {
+		hs, err = l.s.Holders(ctx)
+	} else {
+		hs, err = l.m.Holders(ctx)
+	}
+	if err != nil || len(hs) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	if len(hs) == 1 {
+		b.WriteString(", held by owner ")
+	} else {
+		fmt.Fprintf(&b, ", held by %d owners: ", len(hs))
+	}
+	for i, h := range hs[:min(len(hs), maxNamed)] {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(h.Fingerprint)
+		if h.Metadata != "" {
+			b.WriteString(" (" + displayName(h.Metadata) + ")")
+		}
+	}
+	if len(hs) > maxNamed {
+		fmt.Fprintf(&b, " and %d more", len(hs)-maxNamed)
+	}
+	return b.String()
+}
+
 // acquire takes the lock as the flags say: at once (-try), within -timeout,
-// or waiting as long as it takes. A signal of runSignals ends the wait
-// (exit 128+N), except those of job control. On failure it returns
+// or waiting as long as it takes; after waitNotice of waiting it says so
+// on stderr, once, with the lock's holders. A signal of runSignals ends
+// the wait (exit 128+N), except those of job control. On failure it returns
 // the exit status to end with; it leaves nothing behind in Redis.
 func (l *runLock) acquire(e *env, sigs <-chan os.Signal) error {
 	o := e.opts
@@ -351,6 +401,12 @@ func (l *runLock) acquire(e *env, sigs <-chan os.Signal) error {
 		}
 		done <- result{true, l.lock(ctx)}
 	}()
+	var notice <-chan time.Time
+	if !o.try {
+		t := time.NewTimer(waitNotice)
+		defer t.Stop()
+		notice = t.C
+	}
 	var r result
 	for waiting := true; waiting; {
 		select {
@@ -360,6 +416,9 @@ func (l *runLock) acquire(e *env, sigs <-chan os.Signal) error {
 			if !jobControl(s, 0) {
 				cancel(signalled{s})
 			}
+		case <-notice:
+			notice = nil
+			fmt.Fprintf(e.errw, "relock: run: waiting for %s%s\n", l, l.heldBy(e))
 		}
 	}
 	var sig signalled

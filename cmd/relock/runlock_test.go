@@ -25,6 +25,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relock-go/relock"
 	"github.com/relock-go/relock/internal/core"
 	"github.com/relock-go/relock/internal/redistest"
 	"github.com/relock-go/relock/mutex"
@@ -388,7 +389,7 @@ func TestRunExclusive(t *testing.T) {
 		for _, p := range ps {
 			r := p.wait(t, time.Until(deadline))
 			require.Equal(t, 0, r.code, r.stderr)
-			assert.Empty(t, r.stderr)
+			assert.Empty(t, withoutNotices(t, r.stderr, name))
 		}
 		iv := intervals(t, file)
 		require.Len(t, iv, runs, "every child ran to its end")
@@ -560,6 +561,7 @@ func TestRunTimeout(t *testing.T) {
 		p := startRelock(t, nil, nil, args("1s")...)
 		waiting := queued(p)
 		r := p.wait(t, 30*time.Second)
+		r.stderr = withoutNotices(t, r.stderr, name) // it waited a second (TestRunWaitNotice)
 		oneLineError(t, r, exitNotObtained, `relock: run: mutex "`+name+`" not obtained within -timeout 1s; COMMAND not run`)
 		assert.GreaterOrEqual(t, r.took, time.Second)
 		assert.Less(t, p.start.Add(r.took).Sub(waiting), 2500*time.Millisecond, "the run gave up long after -timeout")
@@ -581,6 +583,68 @@ func TestRunTimeout(t *testing.T) {
 		require.Equal(t, 0, r.code)
 		assert.Len(t, intervals(t, file), 1)
 	})
+}
+
+// TestRunWaitNotice: a run that has waited a second for the lock says so
+// on stderr, once, naming the holders by fingerprint and metadata (never
+// by token); -try never waits, and says only that the lock is held.
+func TestRunWaitNotice(t *testing.T) {
+	redistest.Parallel(t)
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		c, _ := redistest.NewClient(t, s)
+		name := redistest.Name(t)
+		file := filepath.Join(t.TempDir(), "runs")
+		args := func(flags ...string) []string {
+			a := append(append([]string{"-redis", redisURL(s), "run"}, flags...), name, "--")
+			return append(a, childArgs(t, "record", file, "0s")...)
+		}
+		m := mutex.New(c, name, relock.WithMetadata("nightly report"))
+		require.NoError(t, m.Lock(ctx))
+		r := relockProc(t, args("-timeout", "3s")...)
+		assert.Equal(t, exitNotObtained, r.code)
+		assert.Equal(t, `relock: run: waiting for mutex "`+name+`", held by owner `+m.Fingerprint()+` ("nightly report")`+"\n"+
+			`relock: run: mutex "`+name+`" not obtained within -timeout 3s; COMMAND not run`+"\n", r.stderr)
+		assert.NotContains(t, r.stderr, m.Token())
+		require.NoError(t, m.Unlock(ctx))
+
+		// A semaphore's holders, all of them named.
+		a := semaphore.New(c, name, 2)
+		b := semaphore.New(c, name, 2, relock.WithMetadata("encoder 2"))
+		require.NoError(t, a.Acquire(ctx, 1))
+		require.NoError(t, b.Acquire(ctx, 1))
+		r = relockProc(t, args("-n", "2", "-timeout", "3s")...)
+		assert.Equal(t, exitNotObtained, r.code)
+		notice, _, _ := strings.Cut(r.stderr, "\n")
+		assert.True(t, strings.HasPrefix(notice, `relock: run: waiting for semaphore "`+name+`" (2 permits), held by 2 owners: `), notice)
+		assert.Contains(t, notice, a.Fingerprint())
+		assert.Contains(t, notice, b.Fingerprint()+` ("encoder 2")`)
+		assert.NotContains(t, r.stderr, a.Token())
+		assert.NotContains(t, r.stderr, b.Token())
+		r = relockProc(t, args("-n", "2", "-try")...)
+		oneLineError(t, r, exitNotObtained, "is held elsewhere")
+		require.NoError(t, a.Release(ctx, 1))
+		require.NoError(t, b.Release(ctx, 1))
+		assert.Empty(t, read(file), "the command ran")
+	})
+}
+
+// withoutNotices is stderr without the wait notices of relock run on
+// name (TestRunWaitNotice), which a run prints once it has waited a
+// second: at most one.
+func withoutNotices(t *testing.T, stderr, name string) string {
+	t.Helper()
+	var kept []string
+	notices := 0
+	for _, line := range strings.SplitAfter(stderr, "\n") {
+		if strings.HasPrefix(line, "relock: run: waiting for ") && strings.Contains(line, `"`+name+`"`) {
+			notices++
+			continue
+		}
+		kept = append(kept, line)
+	}
+	assert.LessOrEqual(t, notices, 1, "more than one wait notice:\n%s", stderr)
+	return strings.Join(kept, "")
 }
 
 // TestRunLost: when the hold is lost (its key deleted, or the lock
@@ -732,6 +796,7 @@ func TestRunSignals(t *testing.T) {
 			require.True(t, p.running())
 			require.NoError(t, p.cmd.Process.Signal(syscall.SIGINT))
 			r := p.wait(t, 15*time.Second)
+			r.stderr = withoutNotices(t, r.stderr, name) // if a loaded machine took a second to signal it
 			oneLineError(t, r, 128+int(syscall.SIGINT), `relock: run: interrupted by SIGINT while waiting for mutex "`+name+`"; COMMAND not run`)
 			assert.Empty(t, read(file), "the command ran")
 			require.NoError(t, m.Unlock(ctx))

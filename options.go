@@ -66,11 +66,14 @@ func WithFencing() LockOption {
 // holder's local deadline only once n replicas confirmed it, so a holder
 // whose replicas are gone loses the hold at its local deadline. A grant
 // pushed by a release is taken by an attempt (one more round trip), which
-// waits for the replicas too. The wait ends with the acquire's ctx: at its
+// waits for the replicas too. The wait ends with the call's ctx: at its
 // deadline, or within 100 ms of its cancellation (WAIT cannot be
-// interrupted: it is sent in slices of 100 ms while the ctx can end); the
-// lock is then given back and the error matches ErrNotObtained and the
-// ctx's error.
+// interrupted: it is sent in slices of 100 ms while the ctx can end). An
+// acquire then gives the lock back, and its error matches ErrNotObtained
+// and the ctx's error. An Extend whose replicas do not confirm (or whose
+// ctx ends first) returns ErrNotReplicated (or the ctx's error) and keeps
+// the local deadline it had, or the new lease's if that is sooner: the
+// extension stands at the master only.
 //
 // It narrows the window in which a failover can let two owners in: a
 // replica promoted right after a grant has the lock. It does not close

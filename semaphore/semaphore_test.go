@@ -941,7 +941,7 @@ func newSem1(c *relock.Client, name string, opts ...relock.LockOption) locktest.
 }
 
 // sem2 is sem1 with two permits: a handle that holds one may acquire
-// another, as a reentrant lock's holder may lock again.
+// another (for ReentryLateReply).
 var sem2 = func() locktest.Kind {
 	k := sem1
 	k.New = func(c *relock.Client, name string, opts ...relock.LockOption) locktest.Handle {

@@ -96,9 +96,11 @@
 // to so that the resource refuses a former holder (see relock.WithFencing;
 // its counter is a Redis key without TTL, relock:mutex:{NAME}:fence). With
 // -n, RELOCK_FENCE is set and empty: a semaphore has no fencing token.
-// A run that has waited a second for the lock says so on stderr, once:
-// `relock: run: waiting for mutex "NAME", held by owner 1a2b3c4d ("relock
-// run on host-b pid 4242: report.sh")`.
+// A run that has waited a second for a lock held elsewhere says so on
+// stderr, once, naming the holders by fingerprint and metadata:
+//
+//	relock: run: waiting for mutex "NAME", held by owner 1a2b3c4d ("relock run on host-b pid 4242: report.sh")
+//
 // When COMMAND exits, run releases the lock and exits with COMMAND's
 // status. Messages name the owner by its fingerprint, never its token.
 //

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -41,9 +42,9 @@ RELOCK_FENCE=<the hold's fencing token> (empty with -n N: a semaphore has no
 fencing token) in its environment, and releases the lock when it exits.
 Every run of one NAME must use the same -n. The hold's metadata, which
 relock inspect shows, is "relock run on HOST pid PID: PROGRAM" (COMMAND's
-program name, not its arguments). A run that has waited a second for the
-lock says so on stderr, once, naming the holders as relock list does (by
-fingerprint and metadata).
+program name, not its arguments). A run that has waited a second for a
+lock held elsewhere says so on stderr, once, naming the holders by
+fingerprint and metadata.
 
 If the hold is lost (lease expired, lock deleted), the child's process group
 gets SIGTERM, and SIGKILL after -grace. SIGINT, SIGTERM, SIGHUP and SIGQUIT
@@ -334,30 +335,36 @@ const waitNotice = time.Second
 // maxNamed is how many holders heldBy names.
 const maxNamed = 3
 
-// heldBy names the lock's holders for the wait notice, by fingerprint and
-// metadata as relock list shows them: `, held by owner 1a2b3c4d ("relock
-// run on host pid 42: report.sh")`; "" if Redis could not tell within
-// -call-timeout, or nobody holds it (it was just released).
-func (l *runLock) heldBy(e *env) string {
-	ctx, cancel := e.callCtx()
+// heldBy names the lock's other holders for the wait notice, by
+// fingerprint and metadata (its first 40 characters, quoted if need be),
+// as `owner 1a2b3c4d ("relock run on host-b pid 42: report.sh")`; "" if
+// Redis could not tell within timeout or before ctx ended (a Redis that
+// cannot be reached fails the wait soon), or if nobody else holds it (it
+// was just released, or granted to this run): then no notice is shown.
+func (l *runLock) heldBy(ctx context.Context, timeout time.Duration) string {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var (
-		hs  []relock.Holder
-		err error
+		hs   []relock.Holder
+		self string
+		err  error
 	)
 	if l.s != nil {
 		hs, err = l.s.Holders(ctx)
+		self = l.s.Fingerprint()
 	} else {
 		hs, err = l.m.Holders(ctx)
+		self = l.m.Fingerprint()
 	}
+	hs = slices.DeleteFunc(hs, func(h relock.Holder) bool { return h.Fingerprint == self })
 	if err != nil || len(hs) == 0 {
 		return ""
 	}
 	var b strings.Builder
 	if len(hs) == 1 {
-		b.WriteString(", held by owner ")
+		b.WriteString("owner ")
 	} else {
-		fmt.Fprintf(&b, ", held by %d owners: ", len(hs))
+		fmt.Fprintf(&b, "%d owners: ", len(hs))
 	}
 	for i, h := range hs[:min(len(hs), maxNamed)] {
 		if i > 0 {
@@ -365,7 +372,7 @@ func (l *runLock) heldBy(e *env) string {
 		}
 		b.WriteString(h.Fingerprint)
 		if h.Metadata != "" {
-			b.WriteString(" (" + displayName(h.Metadata) + ")")
+			b.WriteString(" (" + shortValue(h.Metadata) + ")")
 		}
 	}
 	if len(hs) > maxNamed {
@@ -376,7 +383,7 @@ func (l *runLock) heldBy(e *env) string {
 
 // acquire takes the lock as the flags say: at once (-try), within -timeout,
 // or waiting as long as it takes; after waitNotice of waiting it says so
-// on stderr, once, with the lock's holders. A signal of runSignals ends
+// on stderr, once, naming the lock's holders (when Redis names some). A signal of runSignals ends
 // the wait (exit 128+N), except those of job control. On failure it returns
 // the exit status to end with; it leaves nothing behind in Redis.
 func (l *runLock) acquire(e *env, sigs <-chan os.Signal) error {
@@ -407,6 +414,9 @@ func (l *runLock) acquire(e *env, sigs <-chan os.Signal) error {
 		defer t.Stop()
 		notice = t.C
 	}
+	// The holders are asked for beside the wait, which a signal or the
+	// lock's grant ends at once; a notice that comes after is dropped.
+	holders := make(chan string, 1)
 	var r result
 	for waiting := true; waiting; {
 		select {
@@ -418,7 +428,11 @@ func (l *runLock) acquire(e *env, sigs <-chan os.Signal) error {
 			}
 		case <-notice:
 			notice = nil
-			fmt.Fprintf(e.errw, "relock: run: waiting for %s%s\n", l, l.heldBy(e))
+			go func() { holders <- l.heldBy(ctx, o.timeout) }()
+		case who := <-holders:
+			if who != "" {
+				fmt.Fprintf(e.errw, "relock: run: waiting for %s, held by %s\n", l, who)
+			}
 		}
 	}
 	var sig signalled

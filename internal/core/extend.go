@@ -35,10 +35,16 @@ import (
 // twice (go-redis's resend after a lost reply) leaves the same lease.
 // When the reply is lost, the error says so and the local deadline is the
 // earlier of the old one and the new lease: Redis may or may not have
-// applied it. When the reply comes after the hold was declared lost (its
-// local deadline passed meanwhile), the error is the loss, and what Redis
-// extended is given back, unless the Client was closed: its holds stay at
-// Redis for their lease, for another process to Resume.
+// applied it. WithSyncReplicas, when the replicas do not confirm in time
+// (lockerr.NotReplicated) or ctx ends first (its error), the extension
+// stands at the master only: the local deadline stays (a shorter fixed
+// lease counts from now on), so the hold is declared lost no later than
+// Redis's lease says, and a longer lease may keep the key at Redis, which
+// no owed Unlock releases, until it runs out. When the reply comes after
+// the hold was declared lost (its local deadline passed meanwhile), the
+// error is the loss, and what Redis extended is given back, unless the
+// Client was closed: its holds stay at Redis for their lease, for another
+// process to Resume.
 func (h *Holder) Extend(ctx context.Context, op string, d time.Duration) error {
 	if err := h.Check(); err != nil {
 		return h.errorf(op, err)
@@ -91,7 +97,20 @@ func (h *Holder) Extend(ctx context.Context, op string, d time.Duration) error {
 	}
 	if h.Cfg.SyncReplicas > 0 {
 		if err := h.waitReplicas(ctx); err != nil {
-			// Extended at the master only: the deadline stays.
+			// Extended at the master only. The deadline stays, but a
+			// shorter fixed lease counts from now on, as Redis has it.
+			if exact {
+				h.E.WD.Cap(h.hold, start.Add(lease-watchdog.Drift(lease)))
+			}
+			if errors.Is(err, lockerr.NotObtained) {
+				// The caller gave up waiting for the replicas (its
+				// ctx's error): not a lock not obtained.
+				cause := ctx.Err()
+				if cause == nil {
+					cause = context.DeadlineExceeded // read a moment before ctx's deadline
+				}
+				err = fmt.Errorf("extended at the master, its replicas not awaited: %w", cause)
+			}
 			return h.errorf(op, err)
 		}
 	}

@@ -80,8 +80,8 @@ const waitSlice = 100 * time.Millisecond
 // the connection so far, so repeating it asks the same question).
 func (o *Owner) waitReplicas(ctx context.Context) error {
 	n, t := o.Cfg.SyncReplicas, o.Cfg.SyncTimeout
-	cut := false // t is what ctx's deadline leaves, less than the sync timeout
-	if dl, ok := ctx.Deadline(); ok {
+	dl, cut := ctx.Deadline() // cut: ctx's deadline comes before the sync timeout
+	if cut {
 		// WAIT is given no longer than the caller waits; WAIT 0 would
 		// block for ever.
 		left := time.Until(dl).Truncate(time.Millisecond)
@@ -92,21 +92,29 @@ func (o *Owner) waitReplicas(ctx context.Context) error {
 	}
 	end := time.Now().Add(t)
 	for {
-		wait := t
+		ask := time.Until(end).Truncate(time.Millisecond)
 		if ctx.Done() != nil {
-			wait = min(waitSlice, time.Until(end).Truncate(time.Millisecond))
+			ask = min(ask, waitSlice)
 		}
-		got, err := o.conn.Wait(ctx, n, max(wait, time.Millisecond)).Result()
+		ask = max(ask, time.Millisecond)
+		sent := time.Now()
+		got, err := o.conn.Wait(ctx, n, ask).Result()
 		if err == nil && got >= int64(n) {
 			return nil
 		}
 		if gerr := lockerr.CtxGaveUp(ctx); gerr != nil {
 			return gerr
 		}
-		if err == nil && time.Until(end) >= time.Millisecond {
+		// A WAIT that answered well before its timeout with too few
+		// replicas will answer so again (a server that cannot block
+		// it): the answer stands.
+		if err == nil && time.Since(sent) >= ask/2 && time.Until(end) >= time.Millisecond {
 			continue
 		}
-		if cut {
+		if cut && (err == nil && time.Until(end) < time.Millisecond || !time.Now().Before(dl)) {
+			// What was left of ctx's deadline ran out (go-redis's read
+			// deadline is ctx's: its read may time out a moment before
+			// ctx reports it).
 			return lockerr.GaveUp(context.DeadlineExceeded)
 		}
 		if err != nil {

@@ -427,15 +427,12 @@ func ExtendLateReply(t *testing.T, k Kind) {
 		// holds stay at Redis for their lease, for another process to
 		// Resume; the Extend gives nothing back.
 		c2, rdb2 := redistest.NewClient(t, s)
-		late2 := &lateReply{}
+		late2 := &lateReply{holding: make(chan struct{})}
 		redistest.AddHook(rdb2, late2)
 		h2 := k.New(c2, name, relock.WithLease(10*time.Second))
 		require.NoError(t, h2.Lock(ctx))
 		late2.hold(h2.Lost())
-		go func() {
-			time.Sleep(50 * time.Millisecond)
-			_ = c2.Close()
-		}()
+		go closeWhenHeld(late2, c2)
 		err = h2.Extend(ctx, time.Minute)
 		late2.hold(nil)
 		assert.ErrorIs(t, err, relock.ErrClosed)
@@ -480,15 +477,12 @@ func ReentryLateReply(t *testing.T, k Kind) {
 
 		// The Client closed while the re-entry's reply is on its way.
 		c2, rdb2 := redistest.NewClient(t, s)
-		late2 := &lateReply{match: late.match}
+		late2 := &lateReply{match: late.match, holding: make(chan struct{})}
 		redistest.AddHook(rdb2, late2)
 		h2 := k.New(c2, name, relock.WithLease(10*time.Second))
 		require.NoError(t, h2.Lock(ctx))
 		late2.hold(h2.Lost())
-		go func() {
-			time.Sleep(50 * time.Millisecond)
-			_ = c2.Close()
-		}()
+		go closeWhenHeld(late2, c2)
 		err = h2.Lock(ctx)
 		late2.hold(nil)
 		assert.ErrorIs(t, err, relock.ErrClosed)
@@ -496,6 +490,18 @@ func ReentryLateReply(t *testing.T, k Kind) {
 			"a closed Client's hold was deleted, not left for another process to Resume")
 		require.NoError(t, admin.Del(ctx, k.Key(name)).Err())
 	})
+}
+
+// closeWhenHeld closes c once late holds a reply back (the call under
+// test was applied at Redis and its reply is on its way), or after 5 s:
+// then the call was never sent, and the test's assertions on the reply's
+// fate fail.
+func closeWhenHeld(late *lateReply, c *relock.Client) {
+	select {
+	case <-late.holding:
+	case <-time.After(5 * time.Second):
+	}
+	_ = c.Close()
 }
 
 // ExtendStalled: when the server stalls past the client's read timeout,

@@ -58,6 +58,10 @@ type lateReply struct {
 	// match, if set, picks the commands held back instead of renewals.
 	match func(redis.Cmder) bool
 
+	// holding, if set, is closed when the hook first holds a reply back.
+	holding chan struct{}
+	once    sync.Once
+
 	mu    sync.Mutex
 	until <-chan struct{}
 }
@@ -80,6 +84,9 @@ func (l *lateReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		// Only a reply that Redis ran the script for: a refusal first
 		// (NOSCRIPT, a function library not loaded yet) is resent at once.
 		if until != nil && err == nil && l.matches(cmd) {
+			if l.holding != nil {
+				l.once.Do(func() { close(l.holding) })
+			}
 			select {
 			case <-until:
 			case <-time.After(5 * time.Second):

@@ -3,7 +3,9 @@ package locktest
 import (
 	"context"
 	"net"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -47,7 +49,9 @@ func masterWithReplica(t *testing.T) (*redis.Client, *redistest.Managed) {
 // replica: a hold waits for it; asking more replicas than there are, or
 // with the replica gone, the acquire fails with ErrNotReplicated and
 // leaves no lock; a held lock whose replica goes away is lost at its local
-// deadline (renewals are no longer confirmed).
+// deadline (renewals are no longer confirmed), and an Extend that no
+// replica confirms ends with its ctx and keeps the sooner of its old
+// deadline and its new lease.
 func SyncReplicas(t *testing.T, k Kind) {
 	redistest.RunReal(t, func(t *testing.T, _ *redistest.Server) {
 		ctx := testCtx(t)
@@ -93,6 +97,8 @@ func SyncReplicas(t *testing.T, k Kind) {
 		plain := k.New(slow, name+".p")
 		require.NoError(t, synced.Lock(ctx))
 		require.NoError(t, plain.Lock(ctx))
+		fixed := k.New(c, name+".f", relock.WithSyncReplicas(1, 2*time.Second), relock.WithLease(time.Minute))
+		require.NoError(t, fixed.Lock(ctx))
 		require.NoError(t, replica.Crash())
 		crashed := time.Now()
 		for _, l := range []Handle{h, synced} {
@@ -107,6 +113,37 @@ func SyncReplicas(t *testing.T, k Kind) {
 		assert.True(t, plain.Held(), "a plain hold was lost beside one whose renewals wait for replicas")
 		require.NoError(t, plain.Unlock(ctx))
 		assert.ErrorIs(t, h.Unlock(ctx), relock.ErrNotHeld)
+
+		// An Extend whose replicas do not confirm stands at the master,
+		// and ends with its ctx: cancelled (without a deadline) during
+		// the WAIT, it returns the ctx's error at once, not "not
+		// obtained"; given a deadline, it returns at the deadline; and a
+		// shorter fixed lease is the hold's local deadline too.
+		cctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		time.AfterFunc(300*time.Millisecond, cancel)
+		waits := waitCalls(t, rdb)
+		start := time.Now()
+		err = fixed.Extend(cctx, 50*time.Second)
+		assert.ErrorIs(t, err, context.Canceled)
+		assert.NotErrorIs(t, err, relock.ErrNotObtained)
+		assert.Less(t, time.Since(start), 1500*time.Millisecond, "the Extend's WAIT outlasted its ctx")
+		assert.Greater(t, waitCalls(t, rdb), waits, "the Extend sent no WAIT")
+		assert.True(t, fixed.Held())
+		dctx, stop := context.WithTimeout(ctx, 300*time.Millisecond)
+		err = fixed.Extend(dctx, time.Second)
+		stop()
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.NotErrorIs(t, err, relock.ErrNotObtained)
+		assert.LessOrEqual(t, rdb.PTTL(ctx, k.Key(name+".f")).Val(), time.Second, "the master did not apply it")
+		select {
+		case <-fixed.Lost():
+			assert.ErrorIs(t, fixed.LostErr(), relock.ErrLeaseExpired)
+		case <-time.After(3 * time.Second):
+			t.Fatal("a hold whose lease Redis shortened to 1 s was still held after 3 s")
+		}
+		assert.False(t, fixed.Held())
+		assert.ErrorIs(t, fixed.Unlock(ctx), relock.ErrNotHeld)
 
 		// And a new acquire fails, leaving nothing.
 		h2 := k.New(c, name+".2", relock.WithSyncReplicas(1, 100*time.Millisecond))
@@ -156,12 +193,15 @@ func SyncReplicasCtx(t *testing.T, k Kind) {
 
 		// A ctx without a deadline, cancelled during the WAIT: the
 		// acquire returns soon after (it waited the whole WAIT timeout).
-		ctx, cancel := context.WithCancel(testCtx(t))
-		time.AfterFunc(200*time.Millisecond, cancel)
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		time.AfterFunc(300*time.Millisecond, cancel)
+		waits := waitCalls(t, rdb)
 		start := time.Now()
 		err := h.Lock(ctx)
 		took := time.Since(start)
 		cancel()
+		assert.Greater(t, waitCalls(t, rdb), waits, "cancelled: no WAIT was sent")
 		assert.ErrorIs(t, err, context.Canceled, "cancelled: the ctx's error")
 		assert.ErrorIs(t, err, relock.ErrNotObtained)
 		assert.NotErrorIs(t, err, relock.ErrNotReplicated)
@@ -169,4 +209,36 @@ func SyncReplicasCtx(t *testing.T, k Kind) {
 		assert.False(t, h.Held())
 		assert.Zero(t, rdb.Exists(testCtx(t), k.Key(name)).Val(), "cancelled: a lock was left")
 	})
+}
+
+// waitCalls is how many WAITs rdb's masters have run (INFO
+// commandstats): a WAIT is counted once it returned.
+func waitCalls(t *testing.T, rdb redis.UniversalClient) int64 {
+	t.Helper()
+	var (
+		mu    sync.Mutex
+		calls int64
+	)
+	count := func(ctx context.Context, c *redis.Client) error {
+		info, err := c.Info(ctx, "commandstats").Result()
+		if err != nil {
+			return err
+		}
+		_, stat, _ := strings.Cut(info, "cmdstat_wait:calls=")
+		stat, _, _ = strings.Cut(stat, ",")
+		n, _ := strconv.ParseInt(stat, 10, 64)
+		mu.Lock()
+		calls += n
+		mu.Unlock()
+		return nil
+	}
+	ctx := testCtx(t)
+	var err error
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, count)
+	} else {
+		err = count(ctx, rdb.(*redis.Client))
+	}
+	require.NoError(t, err)
+	return calls
 }

@@ -55,7 +55,9 @@ var (
 
 	// ErrNotReplicated is returned by an acquire made WithSyncReplicas when
 	// fewer replicas than asked confirmed the lock in time: the lock was
-	// given back, nothing is held.
+	// given back, nothing is held. An Extend returns it when they did not
+	// confirm the extension: the hold stays, extended at the master only
+	// (see WithSyncReplicas).
 	ErrNotReplicated = lockerr.NotReplicated
 
 	// ErrCapacityMismatch is returned by a semaphore call from a handle

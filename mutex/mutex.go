@@ -145,7 +145,12 @@ func (m *Mutex) Unlock(ctx context.Context) error { return m.x.Unlock(ctx) }
 // and relock.ErrLockGone. The lease is set absolutely, so a copy that
 // Redis runs twice (go-redis resends a command whose reply timed out)
 // leaves the same lease. When Redis is unreachable it returns the error
-// and the hold keeps the deadline it had.
+// and the hold keeps the deadline it had, or the new lease's if that is
+// sooner (Redis may have applied it). WithSyncReplicas, an extension the
+// replicas do not confirm stands at the master only: Extend returns an
+// error matching relock.ErrNotReplicated (or the ctx's error, if ctx ends
+// first: within 100 ms of a cancellation) and the deadline is as when
+// Redis is unreachable.
 func (m *Mutex) Extend(ctx context.Context, d time.Duration) error {
 	return m.x.Extend(ctx, "extend", d)
 }

@@ -336,7 +336,7 @@ const waitNotice = time.Second
 const maxNamed = 3
 
 // heldBy names the lock's other holders for the wait notice, by
-// fingerprint and metadata (its first 40 characters, quoted if need be),
+// fingerprint and metadata (quoted if need be, as relock list shows it),
 // as `owner 1a2b3c4d ("relock run on host-b pid 42: report.sh")`; "" if
 // Redis could not tell within timeout or before ctx ended (a Redis that
 // cannot be reached fails the wait soon), or if nobody else holds it (it
@@ -372,7 +372,7 @@ func (l *runLock) heldBy(ctx context.Context, timeout time.Duration) string {
 		}
 		b.WriteString(h.Fingerprint)
 		if h.Metadata != "" {
-			b.WriteString(" (" + shortValue(h.Metadata) + ")")
+			b.WriteString(" (" + displayName(h.Metadata) + ")")
 		}
 	}
 	if len(hs) > maxNamed {
@@ -383,9 +383,10 @@ func (l *runLock) heldBy(ctx context.Context, timeout time.Duration) string {
 
 // acquire takes the lock as the flags say: at once (-try), within -timeout,
 // or waiting as long as it takes; after waitNotice of waiting it says so
-// on stderr, once, naming the lock's holders (when Redis names some). A signal of runSignals ends
-// the wait (exit 128+N), except those of job control. On failure it returns
-// the exit status to end with; it leaves nothing behind in Redis.
+// on stderr, once, naming the lock's holders (when Redis names some). A
+// signal of runSignals ends the wait (exit 128+N), except those of job
+// control. On failure it returns the exit status to end with; it leaves
+// nothing behind in Redis.
 func (l *runLock) acquire(e *env, sigs <-chan os.Signal) error {
 	o := e.opts
 	ctx, cancel := context.WithCancelCause(e.ctx)
@@ -430,6 +431,12 @@ func (l *runLock) acquire(e *env, sigs <-chan os.Signal) error {
 			notice = nil
 			go func() { holders <- l.heldBy(ctx, o.timeout) }()
 		case who := <-holders:
+			select {
+			case r = <-done: // the wait ended meanwhile: no notice
+				waiting = false
+				continue
+			default:
+			}
 			if who != "" {
 				fmt.Fprintf(e.errw, "relock: run: waiting for %s, held by %s\n", l, who)
 			}

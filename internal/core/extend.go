@@ -39,12 +39,13 @@ import (
 // (lockerr.NotReplicated) or ctx ends first (its error), the extension
 // stands at the master only: the local deadline stays (a shorter fixed
 // lease counts from now on), so the hold is declared lost no later than
-// Redis's lease says, and a longer lease may keep the key at Redis, which
-// no owed Unlock releases, until it runs out. When the reply comes after
-// the hold was declared lost (its local deadline passed meanwhile), the
-// error is the loss, and what Redis extended is given back, unless the
-// Client was closed: its holds stay at Redis for their lease, for another
-// process to Resume.
+// Redis's lease says; a hold declared lost at that deadline leaves a
+// longer lease's key at Redis, which no owed Unlock releases, until it
+// runs out. When the reply (or the replicas' answer) comes after the hold
+// was declared lost (its local deadline passed meanwhile), the error is
+// the loss, and what Redis extended is given back, unless the Client was
+// closed: its holds stay at Redis for their lease, for another process to
+// Resume.
 func (h *Holder) Extend(ctx context.Context, op string, d time.Duration) error {
 	if err := h.Check(); err != nil {
 		return h.errorf(op, err)
@@ -111,6 +112,9 @@ func (h *Holder) Extend(ctx context.Context, op string, d time.Duration) error {
 				}
 				err = fmt.Errorf("extended at the master, its replicas not awaited: %w", cause)
 			}
+			if lost := h.lostWhileExtendingLocked(ctx); lost != nil {
+				return h.errorf(op, lost)
+			}
 			return h.errorf(op, err)
 		}
 	}
@@ -121,20 +125,28 @@ func (h *Holder) Extend(ctx context.Context, op string, d time.Duration) error {
 		h.lostLocked(lockerr.ClosedLoss)
 		return h.errorf(op, lockerr.ClosedLoss)
 	}
-	if err := h.E.WD.Err(h.hold); err != nil {
-		// The watchdog declared the hold lost (its local deadline passed)
-		// while this Extend was in flight, and Redis applied it: the lock
-		// has d left there, and a handle that reported the loss never
-		// releases it (its owed Unlock sends nothing).
-		if !errors.Is(err, lockerr.Closed) {
-			// (A closed Client's holds stay at Redis for their lease,
-			// for another process to Resume.)
-			h.giveBackLocked(ctx)
-		}
-		h.forgetLocked(err)
+	if err := h.lostWhileExtendingLocked(ctx); err != nil {
 		return h.errorf(op, err)
 	}
 	return nil
+}
+
+// lostWhileExtendingLocked returns the loss the watchdog declared (the
+// hold's local deadline passed) while an Extend that Redis applied was in
+// flight, or nil. The lock has the new lease there, and a handle that
+// reported the loss never releases it (its owed Unlock sends nothing): it
+// is given back, unless the Client was closed (its holds stay at Redis
+// for their lease, for another process to Resume).
+func (h *Holder) lostWhileExtendingLocked(ctx context.Context) error {
+	err := h.E.WD.Err(h.hold)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, lockerr.Closed) {
+		h.giveBackLocked(ctx)
+	}
+	h.forgetLocked(err)
+	return err
 }
 
 // giveBackLocked deletes at Redis what this owner holds there, for a hold

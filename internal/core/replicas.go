@@ -80,8 +80,9 @@ const waitSlice = 100 * time.Millisecond
 // the connection so far, so repeating it asks the same question).
 func (o *Owner) waitReplicas(ctx context.Context) error {
 	n, t := o.Cfg.SyncReplicas, o.Cfg.SyncTimeout
-	dl, cut := ctx.Deadline() // cut: ctx's deadline comes before the sync timeout
-	if cut {
+	dl, hasDl := ctx.Deadline()
+	cut := false // ctx's deadline comes before the sync timeout
+	if hasDl {
 		// WAIT is given no longer than the caller waits; WAIT 0 would
 		// block for ever.
 		left := time.Until(dl).Truncate(time.Millisecond)
@@ -111,10 +112,10 @@ func (o *Owner) waitReplicas(ctx context.Context) error {
 		if err == nil && time.Since(sent) >= ask/2 && time.Until(end) >= time.Millisecond {
 			continue
 		}
-		if cut && (err == nil && time.Until(end) < time.Millisecond || !time.Now().Before(dl)) {
+		if cut && err == nil && time.Until(end) < time.Millisecond || hasDl && !time.Now().Before(dl) {
 			// What was left of ctx's deadline ran out (go-redis's read
-			// deadline is ctx's: its read may time out a moment before
-			// ctx reports it).
+			// deadline may be ctx's: its read may time out a moment
+			// before ctx reports it).
 			return lockerr.GaveUp(context.DeadlineExceeded)
 		}
 		if err != nil {

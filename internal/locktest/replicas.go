@@ -50,8 +50,9 @@ func masterWithReplica(t *testing.T) (*redis.Client, *redistest.Managed) {
 // with the replica gone, the acquire fails with ErrNotReplicated and
 // leaves no lock; a held lock whose replica goes away is lost at its local
 // deadline (renewals are no longer confirmed), and an Extend that no
-// replica confirms ends with its ctx and keeps the sooner of its old
-// deadline and its new lease.
+// replica confirms ends with its ctx, keeps the sooner of its old
+// deadline and its new lease, and gives the hold back if it was declared
+// lost meanwhile.
 func SyncReplicas(t *testing.T, k Kind) {
 	redistest.RunReal(t, func(t *testing.T, _ *redistest.Server) {
 		ctx := testCtx(t)
@@ -99,6 +100,9 @@ func SyncReplicas(t *testing.T, k Kind) {
 		require.NoError(t, plain.Lock(ctx))
 		fixed := k.New(c, name+".f", relock.WithSyncReplicas(1, 2*time.Second), relock.WithLease(time.Minute))
 		require.NoError(t, fixed.Lock(ctx))
+		late := k.New(c, name+".l", relock.WithSyncReplicas(1, 1500*time.Millisecond), relock.WithLease(6*time.Second))
+		lateAt := time.Now()
+		require.NoError(t, late.Lock(ctx))
 		require.NoError(t, replica.Crash())
 		crashed := time.Now()
 		for _, l := range []Handle{h, synced} {
@@ -121,8 +125,8 @@ func SyncReplicas(t *testing.T, k Kind) {
 		// shorter fixed lease is the hold's local deadline too.
 		cctx, cancel := context.WithCancel(context.Background())
 		t.Cleanup(cancel)
-		time.AfterFunc(300*time.Millisecond, cancel)
 		waits := waitCalls(t, rdb)
+		time.AfterFunc(300*time.Millisecond, cancel)
 		start := time.Now()
 		err = fixed.Extend(cctx, 50*time.Second)
 		assert.ErrorIs(t, err, context.Canceled)
@@ -131,8 +135,10 @@ func SyncReplicas(t *testing.T, k Kind) {
 		assert.Greater(t, waitCalls(t, rdb), waits, "the Extend sent no WAIT")
 		assert.True(t, fixed.Held())
 		dctx, stop := context.WithTimeout(ctx, 300*time.Millisecond)
+		start = time.Now()
 		err = fixed.Extend(dctx, time.Second)
 		stop()
+		assert.Less(t, time.Since(start), 1500*time.Millisecond, "the Extend's WAIT outlasted its ctx's deadline")
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.NotErrorIs(t, err, relock.ErrNotObtained)
 		assert.LessOrEqual(t, rdb.PTTL(ctx, k.Key(name+".f")).Val(), time.Second, "the master did not apply it")
@@ -144,6 +150,16 @@ func SyncReplicas(t *testing.T, k Kind) {
 		}
 		assert.False(t, fixed.Held())
 		assert.ErrorIs(t, fixed.Unlock(ctx), relock.ErrNotHeld)
+
+		// An Extend applied at the master while its hold's local deadline
+		// passes (its 1.5 s WAIT for a replica that never confirms) is
+		// given back, not left at Redis for the new lease.
+		time.Sleep(time.Until(lateAt.Add(5 * time.Second)))
+		err = late.Extend(ctx, time.Minute)
+		assert.ErrorIs(t, err, relock.ErrNotHeld)
+		assert.ErrorIs(t, err, relock.ErrLeaseExpired)
+		assert.Eventually(t, func() bool { return rdb.Exists(ctx, k.Key(name+".l")).Val() == 0 }, time.Second, 10*time.Millisecond,
+			"an Extend applied while its hold was declared lost left the lock at Redis")
 
 		// And a new acquire fails, leaving nothing.
 		h2 := k.New(c, name+".2", relock.WithSyncReplicas(1, 100*time.Millisecond))
@@ -195,8 +211,8 @@ func SyncReplicasCtx(t *testing.T, k Kind) {
 		// acquire returns soon after (it waited the whole WAIT timeout).
 		ctx, cancel := context.WithCancel(context.Background())
 		t.Cleanup(cancel)
-		time.AfterFunc(300*time.Millisecond, cancel)
 		waits := waitCalls(t, rdb)
+		time.AfterFunc(300*time.Millisecond, cancel)
 		start := time.Now()
 		err := h.Lock(ctx)
 		took := time.Since(start)

@@ -49,6 +49,7 @@ func Main(name string, args []string, kinds []Kind, stdout, stderr io.Writer) in
 		memLocks    = fs.Int("memory-locks", 1000, "held locks measured by the redis-memory scenario")
 		memWaiters  = fs.Int("memory-waiters", 1000, "queued waiters measured by the redis-memory scenario")
 		wdTimeout   = fs.Duration("watchdog-timeout", 3*time.Second, "lease kept by automatic renewal in the watchdog scenario")
+		stallAfter  = fs.Duration("stall-after", 500*time.Millisecond, "longest time without an acquisition, while owners wait, not reported as a stall (a loaded machine may need more)")
 		base        = fs.String("base", KindMutex, "relock kind that peers are compared with")
 		full        = fs.Bool("full", false, "after the summary, every measurement: a table of every scenario and kind, and the ratios relock/peer")
 		targets     = fs.Bool("targets", false, "after the report, the project's performance targets, each met or MISSED with its figure")
@@ -172,7 +173,7 @@ func Main(name string, args []string, kinds []Kind, stdout, stderr io.Writer) in
 		WatchdogLocks: *locks, PeerWatchdogLocks: *peerLocks, WatchdogTimeout: *wdTimeout, RTT: rtt,
 		ContendedOwners: *cOwners, ContendedHold: *cHold,
 		LockNames: *lockNames, LockWorkers: *lockWorkers,
-		MemoryLocks: *memLocks, MemoryWaiters: *memWaiters,
+		MemoryLocks: *memLocks, MemoryWaiters: *memWaiters, StallAfter: *stallAfter,
 	}.withDefaults()
 	if !srv.Real() && *locks == 0 && slices.Contains(plan.Scenarios, ScenarioWatchdog) {
 		fmt.Fprintf(stderr, "watchdog scenario: %s locks on miniredis (%s on a real server)\n",

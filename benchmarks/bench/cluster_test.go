@@ -23,7 +23,7 @@ func TestCluster(t *testing.T) {
 	var out, errs bytes.Buffer
 	file := filepath.Join(t.TempDir(), "results.json")
 	args := []string{"-duration", "100ms", "-handoff-hold", "2ms", "-scenarios", "uncontended,handoff,contention",
-		"-contenders", "2", "-cluster", strings.Join(c.Addrs(), ","), "-json-file", file, "-full"}
+		"-contenders", "2", "-cluster", strings.Join(c.Addrs(), ","), "-json-file", file, "-full", "-stall-after", slow.String()}
 	if code := bench.Main("relockbench", args, bench.RelockKinds(), &out, &errs); code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, errs.String())
 	}

@@ -40,7 +40,7 @@ func TestDefaultReport(t *testing.T) {
 	redistest.Parallel(t)
 	var out, errs bytes.Buffer
 	file := filepath.Join(t.TempDir(), "results.json")
-	if code := bench.Main("relockbench", []string{"-duration", "100ms", "-json-file", file}, bench.RelockKinds(), &out, &errs); code != 0 {
+	if code := bench.Main("relockbench", []string{"-duration", "100ms", "-json-file", file, "-stall-after", slow.String()}, bench.RelockKinds(), &out, &errs); code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, errs.String())
 	}
 	report := out.String()

@@ -164,7 +164,8 @@ func TestScenarios(t *testing.T) {
 // TestMainJSON runs the command line on miniredis and checks its JSON.
 func TestMainJSON(t *testing.T) {
 	var out, errs bytes.Buffer
-	args := []string{"-json", "-duration", "50ms", "-scenarios", "uncontended,contention", "-contenders", "2", "-kinds", bench.KindMutex}
+	args := []string{"-json", "-duration", "50ms", "-scenarios", "uncontended,contention", "-contenders", "2", "-kinds", bench.KindMutex,
+		"-stall-after", slow.String()}
 	if code := bench.Main("relockbench", args, bench.RelockKinds(), &out, &errs); code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, errs.String())
 	}
@@ -240,7 +241,7 @@ func TestMultiMaster(t *testing.T) {
 	}
 	var out, errs bytes.Buffer
 	args := []string{"-duration", "100ms", "-scenarios", "uncontended,handoff,contention", "-contenders", "2",
-		"-kinds", "relock/mutex,relock/redlock", "-redlock", strings.Join(addrs, ","), "-full", "-targets"}
+		"-kinds", "relock/mutex,relock/redlock", "-redlock", strings.Join(addrs, ","), "-full", "-targets", "-stall-after", slow.String()}
 	if code := bench.Main("relockbench", args, bench.RelockKinds(), &out, &errs); code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, errs.String())
 	}

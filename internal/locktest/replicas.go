@@ -155,7 +155,9 @@ func SyncReplicas(t *testing.T, k Kind) {
 		// passes (its 1.5 s WAIT for a replica that never confirms) is
 		// given back, not left at Redis for the new lease.
 		time.Sleep(time.Until(lateAt.Add(5 * time.Second)))
+		waits = waitCalls(t, rdb)
 		err = late.Extend(ctx, time.Minute)
+		assert.Greater(t, waitCalls(t, rdb), waits, "the Extend was not sent (the hold was lost before it)")
 		assert.ErrorIs(t, err, relock.ErrNotHeld)
 		assert.ErrorIs(t, err, relock.ErrLeaseExpired)
 		assert.Eventually(t, func() bool { return rdb.Exists(ctx, k.Key(name+".l")).Val() == 0 }, time.Second, 10*time.Millisecond,

@@ -38,6 +38,18 @@ type Cost struct {
 	// background work (a sweep of request records) to be done; they are
 	// in Commands and ServerCalls too.
 	Background float64 `json:"background_commands"`
+	// ByCommand is what each command (lower case) that the server ran
+	// cost per operation, those called inside scripts included, the
+	// scripts themselves and INFO not (INFO commandstats): where the
+	// ScriptTime and the ServerCalls go.
+	ByCommand map[string]CommandCost `json:"by_command,omitempty"`
+}
+
+// CommandCost is what one command cost per operation: how many times it
+// ran, and the time Redis spent in it (INFO commandstats usec).
+type CommandCost struct {
+	Calls float64       `json:"calls"`
+	Time  time.Duration `json:"ns"`
 }
 
 // Inner is the commands run inside scripts per operation: what the
@@ -62,6 +74,7 @@ type costReading struct {
 	client  time.Duration
 	calls   int64 // every command but INFO
 	scripts cmdStat
+	cmds    map[string]cmdStat // every command but INFO and the scripts
 	sent    Count
 }
 
@@ -84,12 +97,15 @@ func (p *costProbe) read(ctx context.Context, cnt *Counter) (costReading, error)
 	}
 	r.server = cpu
 	st := parseCommandStats(info)
-	for name, s := range st {
-		if name != "info" {
-			r.calls += s.calls
-		}
+	delete(st, "info")
+	for _, s := range st {
+		r.calls += s.calls
 	}
 	r.scripts = scriptStat(st)
+	for _, name := range scriptCommands {
+		delete(st, name)
+	}
+	r.cmds = st
 	return r, nil
 }
 
@@ -103,12 +119,20 @@ type costSample struct {
 	client     time.Duration
 	calls      int64
 	scripts    cmdStat
+	cmds       map[string]cmdStat
 	sent       Count
 	background int64
 }
 
 func (r costReading) since(o costReading, n int) costSample {
+	cmds := map[string]cmdStat{}
+	for name, st := range r.cmds {
+		if d := st.sub(o.cmds[name]); d.calls > 0 {
+			cmds[name] = d
+		}
+	}
 	return costSample{
+		cmds:    cmds,
 		n:       n,
 		wall:    r.at.Sub(o.at),
 		span:    r.at.Sub(o.at),
@@ -230,7 +254,34 @@ func costPerOp(samples []costSample, idle costSample) Cost {
 		ServerCalls: medNum(func(c Cost) float64 { return c.ServerCalls }),
 		ScriptCalls: medNum(func(c Cost) float64 { return c.ScriptCalls }),
 		Background:  medNum(func(c Cost) float64 { return c.Background }),
+		ByCommand:   byCommand(samples),
 	}
+}
+
+// byCommand is, for each command that ran in any of samples, the median
+// over samples of its calls and time per operation (0 in a sample where
+// it did not run). The readings' INFO is not in them; what an idle
+// server runs meanwhile (nothing, on a server that only the benchmark
+// uses) is not taken off.
+func byCommand(samples []costSample) map[string]CommandCost {
+	out := map[string]CommandCost{}
+	for _, s := range samples {
+		for name := range s.cmds {
+			if _, done := out[name]; done {
+				continue
+			}
+			calls, usec := make([]float64, len(samples)), make([]float64, len(samples))
+			for i, o := range samples {
+				n := float64(max(1, o.n))
+				calls[i] = float64(o.cmds[name].calls) / n
+				usec[i] = float64(o.cmds[name].usec) / n
+			}
+			slices.Sort(calls)
+			slices.Sort(usec)
+			out[name] = CommandCost{Calls: calls[len(calls)/2], Time: time.Duration(usec[len(usec)/2] * float64(time.Microsecond))}
+		}
+	}
+	return out
 }
 
 // idleFor is what measuring a window of d costs with no operation in it:

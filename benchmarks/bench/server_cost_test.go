@@ -3,6 +3,9 @@ package bench_test
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -83,6 +86,26 @@ func TestServerCost(t *testing.T) {
 				t.Errorf("%s per cycle: %v sent, %v run, %v scripts (%v); want >= 2 sent, as many run or more, a script timed",
 					tc.kind, l.Commands, l.ServerCalls, l.ScriptCalls, l.ScriptTime)
 			}
+			// Where the time goes, command by command: the floors' exactly,
+			// and for the lock as many calls as Redis ran, its scripts
+			// aside, each timed.
+			if got, want := calls(s.Floor.ByCommand), "del 1, set 1"; got != want {
+				t.Errorf("SET NX+DEL's commands per cycle %q, want %q", got, want)
+			}
+			if got, want := calls(s.ScriptFloor.ByCommand), "del 1, get 1, set 1"; got != want {
+				t.Errorf("SET NX+CAD's commands per cycle %q (the script's aside), want %q", got, want)
+			}
+			var n float64
+			for name, c := range s.Lock.ByCommand {
+				n += c.Calls
+				if c.Calls > 0.5 && c.Time <= 0 {
+					t.Errorf("%s: %v calls of %s per cycle took no time", tc.kind, c.Calls, name)
+				}
+			}
+			// (Medians per command against a median of their sum: close.)
+			if l := s.Lock; math.Abs(n-(l.ServerCalls-l.ScriptCalls)) > max(0.1, 0.05*l.ServerCalls) {
+				t.Errorf("%s: %v calls per cycle by command, want the %v run less the %v scripts", tc.kind, n, l.ServerCalls, l.ScriptCalls)
+			}
 			if got, want := r.CmdsPerOp, s.Lock.Commands; got != want {
 				t.Errorf("commands per op %v, want the lock's %v", got, want)
 			}
@@ -130,6 +153,27 @@ func TestServerCost(t *testing.T) {
 	if line, n := widest(out.String()); n > 80 {
 		t.Errorf("summary line of %d columns, want at most 80:\n%s", n, line)
 	}
+	out.Reset()
+	if err := rep.WriteText(&out, bench.TextOptions{Full: true, Targets: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Redis's time per cycle in each command (inside scripts or not): ", "; SET NX+CAD's: ",
+		"Redis's time per cycle in each command: "} {
+		if !strings.Contains(strings.Join(strings.Fields(out.String()), " "), want) {
+			t.Errorf("the full report with targets lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// calls lists the commands of a Cost.ByCommand with their calls per
+// cycle, by name: "del 1, set 1".
+func calls(m map[string]bench.CommandCost) string {
+	var out []string
+	for name, c := range m {
+		out = append(out, fmt.Sprintf("%s %g", name, c.Calls))
+	}
+	slices.Sort(out)
+	return strings.Join(out, ", ")
 }
 
 // TestRequestRecords measures the keys that cycles of new handles leave on

@@ -303,8 +303,8 @@ func (r *Result) checkCost(s *ServerCostStats) {
 			fmtDur(l.ServerCPU), fmtDur(sf.ServerCPU), ratio(v), fmtDur(f.ServerCPU), ratioOf(l.ServerCPU, f.ServerCPU), s.Blocks, s.CyclesPerBlock))
 	v = over(l.ScriptTime, sf.ScriptTime)
 	r.check(fmt.Sprintf("time inside scripts per uncontended cycle at most %.0fx the CAD script's", b.script), v <= b.script,
-		fmt.Sprintf("%s vs %s = %s; %s script calls and %s commands inside them per cycle (the CAD script: 1 and 2)",
-			fmtDur(l.ScriptTime), fmtDur(sf.ScriptTime), ratio(v), fmtNum(l.ScriptCalls), fmtNum(l.Inner())))
+		fmt.Sprintf("%s vs %s = %s; %s script calls and %s commands inside them per cycle (the CAD script: 1 and 2)%s",
+			fmtDur(l.ScriptTime), fmtDur(sf.ScriptTime), ratio(v), fmtNum(l.ScriptCalls), fmtNum(l.Inner()), byCommandNote(l, sf)))
 	v = over(l.ClientCPU, sf.ClientCPU)
 	r.check(fmt.Sprintf("client CPU per uncontended cycle at most %.1fx SET NX + CAD's", TargetClientCPU), v <= TargetClientCPU,
 		fmt.Sprintf("%s vs %s = %s (SET NX + DEL %s)", fmtDur(l.ClientCPU), fmtDur(sf.ClientCPU), ratio(v), fmtDur(f.ClientCPU)))
@@ -312,6 +312,15 @@ func (r *Result) checkCost(s *ServerCostStats) {
 		r.checkContendedCmds(c.Cost.Commands, fmt.Sprintf("%.2f commands (%.2f round trips) per acquisition, %d owners on separate clients, hold %s; Redis ran %s commands per acquisition",
 			c.Cost.Commands, c.TripsPerAcq, c.Owners, fmtDur(c.Hold), fmtNum(c.Cost.ServerCalls)))
 	}
+}
+
+// byCommandNote is where a cycle's server time goes, command by command
+// (native ones included), beside the CAD floor's; empty when unknown.
+func byCommandNote(l, sf Cost) string {
+	if len(l.ByCommand) == 0 || len(sf.ByCommand) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; Redis's time per cycle in each command: %s (SET NX + CAD: %s)", fmtByCommand(l.ByCommand), fmtByCommand(sf.ByCommand))
 }
 
 // checkContendedCmds checks commands per acquisition where owners contend.

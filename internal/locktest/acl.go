@@ -71,7 +71,11 @@ func OwnerCheck(t *testing.T, k Kind) {
 func Renewal(t *testing.T, k Kind) {
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
-		const lease = 600 * time.Millisecond // 300 ms lapsed on a loaded machine
+		// 300 ms lapsed on a loaded machine, and 600 ms once (CI51:
+		// semaphore's TestACL/cluster on the newest go-redis, beside the
+		// static checks): no renewal landed within the local deadline.
+		// The lease's length is not what is tested.
+		const lease = 1500 * time.Millisecond
 		c, _ := redistest.NewClient(t, s, relock.WithWatchdogTimeout(lease))
 		name := redistest.Name(t)
 		h, other := k.New(c, name), k.waiter(c, name)

@@ -74,8 +74,9 @@ func TestCluster(t *testing.T) {
 			if u := r.Uncontended; u != nil && (!u.SameClient || u.Floor.N == 0 || u.RatioP50 == 0) {
 				t.Errorf("%s uncontended: floor %+v on the same cluster client %v, ratio %v; want a floor on it", kind, u.Floor, u.SameClient, u.RatioP50)
 			}
-			if h := r.Handoff; h != nil && (h.Floor.N == 0 || h.RTT == 0 || h.IdleRTT == 0) {
-				t.Errorf("%s handoff: floor n=%d, RTT %v, idle RTT %v; want a floor and both RTTs", kind, h.Floor.N, h.RTT, h.IdleRTT)
+			if h := r.Handoff; h != nil && (h.Floor.N == 0 || h.ScriptFloor.N == 0 || h.RTT == 0 || h.IdleRTT == 0) {
+				t.Errorf("%s handoff: floor n=%d, script floor n=%d, RTT %v, idle RTT %v; want both floors and both RTTs",
+					kind, h.Floor.N, h.ScriptFloor.N, h.RTT, h.IdleRTT)
 			}
 			if !rows[s+" "+kind] {
 				t.Errorf("table lacks a row for %s %s:\n%s", s, kind, table)

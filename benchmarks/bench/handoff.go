@@ -17,8 +17,9 @@ import (
 //
 // Interleaved with the lock's samples, under the same idle holds, it
 // measures the floor of a pushed hand-off (PUBLISH, receive, SET NX on
-// plain clients) and a PING after the same idle time: the round trip that
-// a hand-off is made of on this machine. It takes at least
+// plain clients), the same with an owner-checked release (a
+// compare-and-delete script that publishes), and a PING after the same
+// idle time: the round trip that a hand-off is made of on this machine. It takes at least
 // handoffMinSamples samples, unless that takes ten times cfg.Duration.
 func Handoff(ctx context.Context, cfg Config, k Kind) Result {
 	cfg = cfg.withDefaults()
@@ -120,7 +121,7 @@ func Handoff(ctx context.Context, cfg Config, k Kind) Result {
 	subsOK = subsOK && k.Cluster == nil // the server counted is not the cluster
 	b := cfg.budget()
 	start := time.Now()
-	var lats, rels, floors, pings []time.Duration
+	var lats, rels, floors, scriptFloors, pings []time.Duration
 	for b.next() || (cfg.Ops == 0 && len(lats) < handoffMinSamples && time.Since(start) < 10*cfg.Duration) {
 		lat, rel, ok, err := one()
 		if err != nil {
@@ -139,6 +140,12 @@ func Handoff(ctx context.Context, cfg Config, k Kind) Result {
 			break
 		}
 		floors = append(floors, fl)
+		sf, err := floor.scriptHandoff(ctx, jitter())
+		if err != nil {
+			res.Err = err.Error()
+			break
+		}
+		scriptFloors = append(scriptFloors, sf)
 		p, err := floor.ping(ctx, jitter())
 		if err != nil {
 			res.Err = err.Error()
@@ -173,6 +180,10 @@ func Handoff(ctx context.Context, cfg Config, k Kind) Result {
 	}
 	if st.Floor.P50 > 0 {
 		st.RatioP50 = float64(res.Latency.P50) / float64(st.Floor.P50)
+	}
+	st.ScriptFloor = Summarize(scriptFloors)
+	if st.ScriptFloor.P50 > 0 {
+		st.ScriptRatioP50 = float64(res.Latency.P50) / float64(st.ScriptFloor.P50)
 	}
 	if st.Timeouts > 0 {
 		res.Stalled = true

@@ -86,6 +86,17 @@ func (f *pushFloor) hotRTT(ctx context.Context, n int) (time.Duration, error) {
 	return pingRTT(ctx, f.pinger, n)
 }
 
+// casPublish is the release of the script floor's holder: a
+// compare-and-delete of the key that, when it deletes, publishes the
+// wake-up (ARGV[2]: PUBLISH, or SPUBLISH on a cluster, where the channel
+// is in the key's slot) in the same call.
+var casPublish = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  redis.call(ARGV[2], ARGV[3], '1')
+  return 1
+end
+return 0`)
+
 // handoff runs one floor hand-off after an idle hold.
 func (f *pushFloor) handoff(ctx context.Context, hold time.Duration) (time.Duration, error) {
 	done := make(chan error, 1)
@@ -114,6 +125,49 @@ func (f *pushFloor) handoff(ctx context.Context, hold time.Duration) (time.Durat
 	}
 	if err := f.waiter.Del(ctx, f.key).Err(); err != nil {
 		return 0, fmt.Errorf("floor del: %w", err)
+	}
+	return at.Sub(t0), nil
+}
+
+// scriptHandoff runs one hand-off of the script floor after an idle hold:
+// the holder's key released by casPublish (an owner-checked release, as
+// a lock's must be, which publishes), received, and taken with SET NX PX.
+// On the same connections as handoff; the key is the holder's before the
+// hold, unmeasured.
+func (f *pushFloor) scriptHandoff(ctx context.Context, hold time.Duration) (time.Duration, error) {
+	if err := f.holder.Set(ctx, f.key, "h", 30*time.Second).Err(); err != nil {
+		return 0, fmt.Errorf("script floor set: %w", err)
+	}
+	done := make(chan error, 1)
+	var at time.Time
+	go func() {
+		select {
+		case <-f.msgs:
+		case <-time.After(hold + 5*time.Second):
+			done <- errors.New("script floor: no message")
+			return
+		}
+		ok, err := f.waiter.SetNX(ctx, f.key, "w", 30*time.Second).Result()
+		at = time.Now()
+		if err == nil && !ok {
+			err = errors.New("script floor: key exists")
+		}
+		done <- err
+	}()
+	time.Sleep(hold)
+	publish := "PUBLISH"
+	if f.cluster {
+		publish = "SPUBLISH"
+	}
+	t0 := time.Now()
+	if n, err := casPublish.Run(ctx, f.holder, []string{f.key}, "h", publish, f.channel).Int(); err != nil || n != 1 {
+		return 0, fmt.Errorf("script floor release: %d, %v", n, err)
+	}
+	if err := <-done; err != nil {
+		return 0, err
+	}
+	if err := f.waiter.Del(ctx, f.key).Err(); err != nil {
+		return 0, fmt.Errorf("script floor del: %w", err)
 	}
 	return at.Sub(t0), nil
 }

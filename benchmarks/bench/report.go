@@ -267,8 +267,11 @@ func details(r *Result) string {
 	case r.Handoff != nil:
 		h := r.Handoff
 		parts = append(parts, fmt.Sprintf("n=%d", r.Latency.N),
-			fmt.Sprintf("pushed floor p50 %s: %s", fmtDur(h.Floor.P50), ratio(h.RatioP50)),
-			fmt.Sprintf("p50 = %.1f idle RTT (%s) = %.1f hot RTT", h.P50IdleRTTs, fmtDur(h.IdleRTT), h.P50RTTs),
+			fmt.Sprintf("pushed floor p50 %s: %s", fmtDur(h.Floor.P50), ratio(h.RatioP50)))
+		if h.ScriptFloor.N > 0 {
+			parts = append(parts, fmt.Sprintf("with an owner-checked release %s: %s", fmtDur(h.ScriptFloor.P50), ratio(h.ScriptRatioP50)))
+		}
+		parts = append(parts, fmt.Sprintf("p50 = %.1f idle RTT (%s) = %.1f hot RTT", h.P50IdleRTTs, fmtDur(h.IdleRTT), h.P50RTTs),
 			"release p50 "+fmtDur(h.Release.P50))
 		if h.Timeouts > 0 {
 			parts = append(parts, fmt.Sprintf("%d waiters not woken", h.Timeouts))

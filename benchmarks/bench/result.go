@@ -142,6 +142,12 @@ type HandoffStats struct {
 	// over the floor's.
 	Floor    Dist    `json:"floor"`
 	RatioP50 float64 `json:"ratio_p50"`
+	// ScriptFloor is the same with the holder's release an
+	// owner-checked one: a compare-and-delete script that publishes
+	// (GET, DEL, PUBLISH in one call), the least a safe lock's release
+	// costs; ScriptRatioP50 the lock's median over its median.
+	ScriptFloor    Dist    `json:"script_floor"`
+	ScriptRatioP50 float64 `json:"script_ratio_p50"`
 	// Timeouts counts waiters that did not get the lock within the wait
 	// timeout after the release (a lost wake-up).
 	Timeouts int64         `json:"timeouts"`

@@ -68,8 +68,9 @@ func TestScenarios(t *testing.T) {
 
 			r = bench.Handoff(ctx, bench.Config{Server: srv, Ops: 3, HandoffHold: cfg.HandoffHold}, k)
 			ok(t, r)
-			if r.Latency.N != 3 || r.Handoff.Floor.N != 3 {
-				t.Errorf("handoff samples: got %d (floor %d), want 3", r.Latency.N, r.Handoff.Floor.N)
+			if h := r.Handoff; r.Latency.N != 3 || h.Floor.N != 3 || h.ScriptFloor.N != 3 || h.ScriptRatioP50 <= 0 {
+				t.Errorf("handoff samples: got %d (floor %d, script floor %d, ratio %v), want 3 of each and a ratio",
+					r.Latency.N, h.Floor.N, h.ScriptFloor.N, h.ScriptRatioP50)
 			}
 			all = append(all, r)
 

@@ -137,7 +137,7 @@ func Evaluate(results []Result) {
 			if h := r.Handoff; h.Floor.N > 0 && costBounds[r.Kind] != (costBound{}) {
 				r.check(fmt.Sprintf("p50 at most %.1fx the plain pushed hand-off", TargetHandoffFloor),
 					r.Latency.N > 0 && h.RatioP50 <= TargetHandoffFloor,
-					fmt.Sprintf("p50 %s vs %s for PUBLISH, receive, SET NX on plain clients = %s", fmtDur(r.Latency.P50), fmtDur(h.Floor.P50), ratio(h.RatioP50)))
+					fmt.Sprintf("p50 %s vs %s for PUBLISH, receive, SET NX on plain clients = %s%s", fmtDur(r.Latency.P50), fmtDur(h.Floor.P50), ratio(h.RatioP50), scriptFloorNote(h)))
 			}
 			if h := r.Handoff; h.IdleRTT > 0 {
 				r.check(fmt.Sprintf("p50 within %d round trips", TargetHandoffRTTs),
@@ -321,6 +321,15 @@ func byCommandNote(l, sf Cost) string {
 		return ""
 	}
 	return fmt.Sprintf("; Redis's time per cycle in each command: %s (SET NX + CAD: %s)", fmtByCommand(l.ByCommand), fmtByCommand(sf.ByCommand))
+}
+
+// scriptFloorNote is the hand-off's median over the script floor's (a
+// release by a compare-and-delete script that publishes), when measured.
+func scriptFloorNote(h *HandoffStats) string {
+	if h.ScriptFloor.N == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %s for the same with the release an owner-checked script (GET, DEL, PUBLISH) = %s", fmtDur(h.ScriptFloor.P50), ratio(h.ScriptRatioP50))
 }
 
 // checkContendedCmds checks commands per acquisition where owners contend.

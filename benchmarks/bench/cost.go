@@ -49,7 +49,7 @@ type Cost struct {
 // ran, and the time Redis spent in it (INFO commandstats usec).
 type CommandCost struct {
 	Calls float64       `json:"calls"`
-	Time  time.Duration `json:"ns"`
+	Time  time.Duration `json:"time_ns"`
 }
 
 // Inner is the commands run inside scripts per operation: what the
@@ -258,11 +258,12 @@ func costPerOp(samples []costSample, idle costSample) Cost {
 	}
 }
 
-// byCommand is, for each command that ran in any of samples, the median
-// over samples of its calls and time per operation (0 in a sample where
-// it did not run). The readings' INFO is not in them; what an idle
-// server runs meanwhile (nothing, on a server that only the benchmark
-// uses) is not taken off.
+// byCommand is, for each command that ran in at least half of samples,
+// the median over samples of its calls and time per operation (0 in a
+// sample where it did not run). The readings' INFO is not in them; what
+// an idle server runs meanwhile (nothing, on a server that only the
+// benchmark uses) is not taken off, nor are the connections that a
+// measurement opens in its window (the contended cycle's HELLO).
 func byCommand(samples []costSample) map[string]CommandCost {
 	out := map[string]CommandCost{}
 	for _, s := range samples {
@@ -278,6 +279,9 @@ func byCommand(samples []costSample) map[string]CommandCost {
 			}
 			slices.Sort(calls)
 			slices.Sort(usec)
+			if calls[len(calls)/2] == 0 {
+				continue // in fewer than half the samples: not the operation's
+			}
 			out[name] = CommandCost{Calls: calls[len(calls)/2], Time: time.Duration(usec[len(usec)/2] * float64(time.Microsecond))}
 		}
 	}

@@ -19,7 +19,8 @@ import (
 // measures the floor of a pushed hand-off (PUBLISH, receive, SET NX on
 // plain clients), the same with an owner-checked release (a
 // compare-and-delete script that publishes), and a PING after the same
-// idle time: the round trip that a hand-off is made of on this machine. It takes at least
+// idle time: the round trip that a hand-off is made of on this
+// machine. It takes at least
 // handoffMinSamples samples, unless that takes ten times cfg.Duration.
 func Handoff(ctx context.Context, cfg Config, k Kind) Result {
 	cfg = cfg.withDefaults()
@@ -105,13 +106,18 @@ func Handoff(ctx context.Context, cfg Config, k Kind) Result {
 		return g.at.Sub(t0), rel, true, nil
 	}
 
-	// Warm up: scripts, pools, subscriptions.
+	// Warm up: scripts, pools, subscriptions (the script floor's script
+	// loaded: its first run would fall back to EVAL).
 	for i := 0; i < 3; i++ {
 		if _, _, _, err := one(); err != nil {
 			res.Err = err.Error()
 			res.Stalled = errors.Is(err, errStalled)
 			return res
 		}
+	}
+	if _, err := floor.scriptHandoff(ctx, st.HoldMin); err != nil {
+		res.Err = err.Error()
+		return res
 	}
 	st.Timeouts = 0
 

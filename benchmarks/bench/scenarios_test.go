@@ -152,6 +152,14 @@ func TestScenarios(t *testing.T) {
 	if !strings.Contains(buf.String(), "relock/mutex") {
 		t.Errorf("table lacks relock/mutex:\n%s", buf.String())
 	}
+	// The hand-off's floor with an owner-checked release: in the table's
+	// details and beside the hand-off target.
+	flat := strings.Join(strings.Fields(buf.String()), " ")
+	for _, want := range []string{"; with an owner-checked release ", " for the same with the release an owner-checked script (GET, DEL, PUBLISH) = "} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("the full report with targets lacks %q:\n%s", want, buf.String())
+		}
+	}
 	for _, line := range strings.Split(buf.String(), "\n") {
 		if n := utf8.RuneCountInString(line); n > 100 {
 			t.Errorf("table line of %d columns, want at most 100:\n%s", n, line)

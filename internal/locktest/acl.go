@@ -65,7 +65,7 @@ func OwnerCheck(t *testing.T, k Kind) {
 }
 
 // Renewal checks that the watchdog keeps a hold (re-entered, for a
-// reentrant kind) over several leases: another handle cannot take it, Lost
+// reentrant kind) over two leases: another handle cannot take it, Lost
 // does not fire, and the lease left is renewed; after the unlocks the lock
 // is gone.
 func Renewal(t *testing.T, k Kind) {

@@ -97,77 +97,65 @@ var casPublish = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then
 end
 return 0`)
 
-// handoff runs one floor hand-off after an idle hold.
+// handoff runs one floor hand-off after an idle hold: the holder
+// PUBLISHes.
 func (f *pushFloor) handoff(ctx context.Context, hold time.Duration) (time.Duration, error) {
-	done := make(chan error, 1)
-	var at time.Time
-	go func() {
-		select {
-		case <-f.msgs:
-		case <-time.After(hold + 5*time.Second):
-			done <- errors.New("floor: no message")
-			return
-		}
-		ok, err := f.waiter.SetNX(ctx, f.key, "w", 30*time.Second).Result()
-		at = time.Now()
-		if err == nil && !ok {
-			err = errors.New("floor: key exists")
-		}
-		done <- err
-	}()
-	time.Sleep(hold)
-	t0 := time.Now()
-	if err := f.publish(ctx); err != nil {
-		return 0, fmt.Errorf("floor publish: %w", err)
-	}
-	if err := <-done; err != nil {
-		return 0, err
-	}
-	if err := f.waiter.Del(ctx, f.key).Err(); err != nil {
-		return 0, fmt.Errorf("floor del: %w", err)
-	}
-	return at.Sub(t0), nil
+	return f.handOff(ctx, hold, "floor", func() error { return f.publish(ctx) })
 }
 
 // scriptHandoff runs one hand-off of the script floor after an idle hold:
 // the holder's key released by casPublish (an owner-checked release, as
-// a lock's must be, which publishes), received, and taken with SET NX PX.
-// On the same connections as handoff; the key is the holder's before the
-// hold, unmeasured.
+// a lock's must be, which publishes). On the same connections as
+// handoff; the key is the holder's before the hold, unmeasured.
 func (f *pushFloor) scriptHandoff(ctx context.Context, hold time.Duration) (time.Duration, error) {
 	if err := f.holder.Set(ctx, f.key, "h", 30*time.Second).Err(); err != nil {
 		return 0, fmt.Errorf("script floor set: %w", err)
 	}
+	publish := "PUBLISH"
+	if f.cluster {
+		publish = "SPUBLISH"
+	}
+	return f.handOff(ctx, hold, "script floor", func() error {
+		n, err := casPublish.Run(ctx, f.holder, []string{f.key}, "h", publish, f.channel).Int()
+		if err == nil && n != 1 {
+			err = errors.New("the key was not the holder's")
+		}
+		return err
+	})
+}
+
+// handOff runs one hand-off of the floor named what after an idle hold:
+// at its end the holder calls release, which publishes the wake-up; the
+// waiter, woken by it, takes the key with SET NX PX. It returns the time
+// from the release call to the waiter's having the key, which it then
+// deletes.
+func (f *pushFloor) handOff(ctx context.Context, hold time.Duration, what string, release func() error) (time.Duration, error) {
 	done := make(chan error, 1)
 	var at time.Time
 	go func() {
 		select {
 		case <-f.msgs:
 		case <-time.After(hold + 5*time.Second):
-			done <- errors.New("script floor: no message")
+			done <- errors.New(what + ": no message")
 			return
 		}
 		ok, err := f.waiter.SetNX(ctx, f.key, "w", 30*time.Second).Result()
 		at = time.Now()
 		if err == nil && !ok {
-			err = errors.New("script floor: key exists")
+			err = errors.New(what + ": key exists")
 		}
 		done <- err
 	}()
 	time.Sleep(hold)
-	publish := "PUBLISH"
-	if f.cluster {
-		publish = "SPUBLISH"
-	}
 	t0 := time.Now()
-	if n, err := casPublish.Run(ctx, f.holder, []string{f.key}, "h", publish, f.channel).Int(); err != nil || n != 1 {
-		return 0, fmt.Errorf("script floor release: %d, %v", n, err)
+	if err := release(); err != nil {
+		return 0, fmt.Errorf("%s release: %w", what, err)
 	}
 	if err := <-done; err != nil {
 		return 0, err
 	}
 	if err := f.waiter.Del(ctx, f.key).Err(); err != nil {
-		return 0, fmt.Errorf("script floor del: %w", err)
+		return 0, fmt.Errorf("%s del: %w", what, err)
 	}
 	return at.Sub(t0), nil
 }

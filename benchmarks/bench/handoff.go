@@ -19,9 +19,9 @@ import (
 // measures the floor of a pushed hand-off (PUBLISH, receive, SET NX on
 // plain clients), the same with an owner-checked release (a
 // compare-and-delete script that publishes), and a PING after the same
-// idle time: the round trip that a hand-off is made of on this
-// machine. It takes at least
-// handoffMinSamples samples, unless that takes ten times cfg.Duration.
+// idle time: the round trip that a hand-off is made of on this machine.
+// It takes at least handoffMinSamples samples, unless that takes ten
+// times cfg.Duration.
 func Handoff(ctx context.Context, cfg Config, k Kind) Result {
 	cfg = cfg.withDefaults()
 	res := Result{Kind: k.Name, Peer: k.Peer, Scenario: ScenarioHandoff}

@@ -553,6 +553,11 @@ func TestHandOff(t *testing.T) {
 	locktest.HandOff(t, kind)
 }
 
+func TestWaitSubscribed(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.WaitSubscribed(t, kind)
+}
+
 func TestGrantLost(t *testing.T) {
 	redistest.Parallel(t)
 	locktest.GrantLost(t, kind)

@@ -1162,6 +1162,11 @@ func TestHandOff(t *testing.T) {
 	sides(t, locktest.HandOff)
 }
 
+func TestWaitSubscribed(t *testing.T) {
+	redistest.Parallel(t)
+	sides(t, locktest.WaitSubscribed)
+}
+
 func TestGrantLost(t *testing.T) {
 	redistest.Parallel(t)
 	sides(t, locktest.GrantLost)

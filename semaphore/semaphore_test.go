@@ -1018,6 +1018,11 @@ func TestHandOff(t *testing.T) {
 	locktest.HandOff(t, sem1)
 }
 
+func TestWaitSubscribed(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.WaitSubscribed(t, sem1)
+}
+
 func TestGrantLost(t *testing.T) {
 	redistest.Parallel(t)
 	locktest.GrantLost(t, sem1)

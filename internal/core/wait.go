@@ -57,8 +57,12 @@ type WaitSpec struct {
 // attempt is made before subscribing (the uncontended path is one round
 // trip); once subscribed, an attempt is made again before waiting, so a
 // release between the first attempt and the subscription is not missed.
-// On ctx end the error matches both lockerr.NotObtained and ctx.Err(), and
-// nothing is left subscribed.
+// When this Client is subscribed to the channel already (another local
+// waiter's subscription, or one that lingers after the last waiter left),
+// subscribing sends nothing: the wait subscribes first, and its first
+// attempt is the one made subscribed (one attempt before the wait, not
+// two). On ctx end the error matches both lockerr.NotObtained and
+// ctx.Err(), and nothing is left subscribed.
 func (e *Engine) Wait(ctx context.Context, spec WaitSpec, w Waiter) error {
 	giveUp := func(err error) error {
 		cctx, cancel := Detach(ctx)
@@ -66,32 +70,49 @@ func (e *Engine) Wait(ctx context.Context, spec WaitSpec, w Waiter) error {
 		_ = w.Leave(cctx)
 		return err
 	}
-	ok, _, err := w.Attempt(ctx)
-	if err != nil {
-		return giveUp(err)
-	}
-	if ok {
-		return nil
-	}
 	// Without a subscription (a polling Client; the hub could not open its
 	// connection, e.g. a Ring shard is down; Redis refuses subscriptions)
 	// the waiter still waits, on its timer alone: a nil channel never
 	// fires.
 	var wake <-chan struct{}
 	var sub *notify.Sub
-	if e.poll == 0 {
+	subscribe := func() error {
+		if e.poll > 0 {
+			return nil
+		}
 		var err error
 		sub, err = e.Hub.Subscribe(ctx, spec.Channel, w.Addr())
 		if err != nil {
 			if gerr := lockerr.CtxGaveUp(ctx); gerr != nil {
-				return giveUp(gerr)
+				return gerr
 			}
 			if uerr := e.Usable(); uerr != nil {
-				return giveUp(lockerr.GaveUp(uerr))
+				return lockerr.GaveUp(uerr)
 			}
-		} else {
-			defer sub.Close()
-			wake = sub.C
+			return nil
+		}
+		wake = sub.C
+		return nil
+	}
+	defer func() {
+		if sub != nil {
+			sub.Close()
+		}
+	}()
+	if e.poll == 0 && e.Hub.Live(spec.Channel) {
+		if err := subscribe(); err != nil {
+			return err // nothing was sent: nothing to leave
+		}
+	} else {
+		ok, _, err := w.Attempt(ctx)
+		if err != nil {
+			return giveUp(err)
+		}
+		if ok {
+			return nil
+		}
+		if err := subscribe(); err != nil {
+			return giveUp(err)
 		}
 	}
 

@@ -394,3 +394,61 @@ func ShortHeartbeatKeepsPlace(t *testing.T, k Kind) {
 		}
 	})
 }
+
+// WaitSubscribed checks that a wait whose Client is still subscribed to
+// the lock's channel (it lingers after the handle's previous wait) makes
+// one attempt before it waits, not two: the attempt before subscribing is
+// only needed when subscribing takes a round trip. The lock still reaches
+// the waiter when the holder releases. A round whose second wait began
+// later than the linger allows (a stalled machine) is run again.
+func WaitSubscribed(t *testing.T, k Kind) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := testCtx(t)
+		c, _ := redistest.NewClient(t, s)
+		wrdb := s.Client(t)
+		cmds := &singles{}
+		redistest.AddHook(wrdb, cmds)
+		wc := relock.New(wrdb)
+		t.Cleanup(func() { _ = wc.Close() })
+		name := redistest.Name(t)
+		holder, waiter := k.New(c, name), k.waiter(wc, name)
+		// wait has the waiter wait behind the holder: it returns the
+		// commands the waiter sent before the release, how long after
+		// prev its Lock was called, and when its Lock returned.
+		wait := func(prev time.Time) (int64, time.Duration, time.Time) {
+			require.NoError(t, holder.Lock(ctx))
+			before := cmds.n.Load()
+			gap := time.Since(prev)
+			got := lockAsync(ctx, waiter)
+			time.Sleep(queued)
+			sent := cmds.n.Load() - before
+			require.NoError(t, holder.Unlock(ctx))
+			require.NoError(t, await(t, got, 3*time.Second, "the waiter's Lock"))
+			returned := time.Now()
+			require.True(t, waiter.Held())
+			require.NoError(t, waiter.Unlock(ctx))
+			return sent, gap, returned
+		}
+		// Warm up: the waiter's Client loads the scripts (or the function
+		// library) on its first calls.
+		require.NoError(t, waiter.Lock(ctx))
+		require.NoError(t, waiter.Unlock(ctx))
+		first, _, last := wait(time.Now())
+		// An attempt before subscribing and one after (a mutex's first may
+		// be a SET NX and its script; miniredis loads a script on its
+		// first call).
+		assert.GreaterOrEqual(t, first, int64(2), "commands a waiter sent before the release, subscribing afresh")
+		checked := 0
+		for i := 0; i < 5 && checked == 0; i++ {
+			sent, gap, returned := wait(last)
+			last = returned
+			// The channel lingers 250 ms after the waiter's last Lock
+			// returned (notify.Linger).
+			if gap < 150*time.Millisecond {
+				checked++
+				assert.Equal(t, int64(1), sent, "commands a waiter sent before the release, its channel still subscribed (%v after its last wait)", gap)
+			}
+		}
+		require.Equal(t, 1, checked, "no wait began within the linger of the last")
+	})
+}

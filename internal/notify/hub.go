@@ -312,6 +312,27 @@ func (h *Hub) Subscribe(ctx context.Context, name, addr string) (*Sub, error) {
 	return s, nil
 }
 
+// Live reports whether name is subscribed now, as Redis confirmed, for a
+// waiter of this hub or lingering after the last one left: a Subscribe to
+// it sends nothing and returns at once. A hint only (the subscription can
+// end right after): a waiter that relies on it still makes its attempt
+// after Subscribe returns.
+func (h *Hub) Live(name string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ch := h.chans[name]
+	if h.closed || ch == nil || ch.conn == nil || ch.wait == nil || ch.pendingSub > 0 || ch.pendingUnsub > 0 ||
+		ch.refs == 0 && !ch.idle {
+		return false
+	}
+	select {
+	case <-ch.wait.done:
+		return ch.wait.err == nil
+	default:
+		return false
+	}
+}
+
 // attachLocked subscribes ch on the connection of its shard, opening one
 // if there is none: a new connection subscribes every channel of its
 // shard that has waiters but no connection (its last one failed to open,

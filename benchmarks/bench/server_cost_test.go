@@ -112,8 +112,11 @@ func TestServerCost(t *testing.T) {
 			switch c := s.Contended; {
 			case tc.read && c != nil:
 				t.Errorf("read side measured contended: %+v", c)
-			case !tc.read && (c == nil || c.Acquisitions < 30 || c.Cost.Commands < 2 || c.Cost.ServerCPU <= 0 || c.Cost.ServerCalls < c.Cost.Commands):
-				t.Errorf("contended: %+v; want >= 30 acquisitions, >= 2 commands each, Redis CPU, as many commands run as sent or more", c)
+			// An acquisition is an attempt and a release, two commands, a
+			// waiter whose Client is subscribed already included (the
+			// window of a short run can end between the two: 60 in 31).
+			case !tc.read && (c == nil || c.Acquisitions < 30 || c.Cost.Commands < 1.8 || c.Cost.ServerCPU <= 0 || c.Cost.ServerCalls < c.Cost.Commands):
+				t.Errorf("contended: %+v; want >= 30 acquisitions, >= 1.8 commands each, Redis CPU, as many commands run as sent or more", c)
 			}
 			all = append(all, r)
 		})

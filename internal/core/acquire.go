@@ -287,8 +287,8 @@ func (c *call) Leave(ctx context.Context) error {
 	h := c.h
 	h.mu.Lock()
 	defer h.unlock()
-	if c.wait == "" {
-		return nil // never queued
+	if c.wait == "" || c.tries == 0 {
+		return nil // never queued (a wait that joined a subscription has its id before its first attempt)
 	}
 	h.sent++
 	return h.proto.Leave(c.cleanup(ctx), c.request())

@@ -57,8 +57,8 @@ type exclusive struct {
 	// busy is set when the handle's last acquire call found the lock
 	// held: its next call starts with the script, not with a SET NX that
 	// would most likely be refused too (a contended mutex's acquisition
-	// then costs three commands, not four); a first attempt granted
-	// clears it. Guarded by the handle's mutex.
+	// then costs one command fewer); a first attempt granted clears it.
+	// Guarded by the handle's mutex.
 	busy bool
 }
 

@@ -58,11 +58,11 @@ type WaitSpec struct {
 // trip); once subscribed, an attempt is made again before waiting, so a
 // release between the first attempt and the subscription is not missed.
 // When this Client is subscribed to the channel already (another local
-// waiter's subscription, or one that lingers after the last waiter left),
-// subscribing sends nothing: the wait subscribes first, and its first
-// attempt is the one made subscribed (one attempt before the wait, not
-// two). On ctx end the error matches both lockerr.NotObtained and
-// ctx.Err(), and nothing is left subscribed.
+// waiter's subscription, or one that lingers after the last waiter left:
+// notify.Hub.Join), subscribing sends nothing: the wait joins it first,
+// and its first attempt is the one made subscribed (one attempt before
+// the wait, not two). On ctx end the error matches both
+// lockerr.NotObtained and ctx.Err(), and nothing is left subscribed.
 func (e *Engine) Wait(ctx context.Context, spec WaitSpec, w Waiter) error {
 	giveUp := func(err error) error {
 		cctx, cancel := Detach(ctx)
@@ -76,34 +76,11 @@ func (e *Engine) Wait(ctx context.Context, spec WaitSpec, w Waiter) error {
 	// fires.
 	var wake <-chan struct{}
 	var sub *notify.Sub
-	subscribe := func() error {
-		if e.poll > 0 {
-			return nil
-		}
-		var err error
-		sub, err = e.Hub.Subscribe(ctx, spec.Channel, w.Addr())
-		if err != nil {
-			if gerr := lockerr.CtxGaveUp(ctx); gerr != nil {
-				return gerr
-			}
-			if uerr := e.Usable(); uerr != nil {
-				return lockerr.GaveUp(uerr)
-			}
-			return nil
-		}
-		wake = sub.C
-		return nil
+	if e.poll == 0 {
+		// Subscribed already: no attempt before subscribing.
+		sub = e.Hub.Join(spec.Channel, w.Addr())
 	}
-	defer func() {
-		if sub != nil {
-			sub.Close()
-		}
-	}()
-	if e.poll == 0 && e.Hub.Live(spec.Channel) {
-		if err := subscribe(); err != nil {
-			return err // nothing was sent: nothing to leave
-		}
-	} else {
+	if sub == nil {
 		ok, _, err := w.Attempt(ctx)
 		if err != nil {
 			return giveUp(err)
@@ -111,9 +88,21 @@ func (e *Engine) Wait(ctx context.Context, spec WaitSpec, w Waiter) error {
 		if ok {
 			return nil
 		}
-		if err := subscribe(); err != nil {
-			return giveUp(err)
+		if e.poll == 0 {
+			sub, err = e.Hub.Subscribe(ctx, spec.Channel, w.Addr())
+			if err != nil {
+				if gerr := lockerr.CtxGaveUp(ctx); gerr != nil {
+					return giveUp(gerr)
+				}
+				if uerr := e.Usable(); uerr != nil {
+					return giveUp(lockerr.GaveUp(uerr))
+				}
+			}
 		}
+	}
+	if sub != nil {
+		defer sub.Close()
+		wake = sub.C
 	}
 
 	capWait := MaxWait

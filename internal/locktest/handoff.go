@@ -24,7 +24,10 @@ const queued = 150 * time.Millisecond
 // singles counts the commands a client sends one by one, but the
 // watchdog's renewals and claims (see renewal: in a pipeline on a single
 // server, one by one on a Cluster) and the set-up of a new connection.
-type singles struct{ n atomic.Int64 }
+type singles struct {
+	n     atomic.Int64
+	first atomic.Int64 // when the first command counted since it was 0 was sent (Unix ns)
+}
 
 func (c *singles) DialHook(next redis.DialHook) redis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -35,6 +38,7 @@ func (c *singles) DialHook(next redis.DialHook) redis.DialHook {
 func (c *singles) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		if !renewal(cmd) && !redistest.Handshake(cmd) {
+			c.first.CompareAndSwap(0, time.Now().UnixNano())
 			c.n.Add(1)
 		}
 		return next(ctx, cmd)
@@ -398,9 +402,13 @@ func ShortHeartbeatKeepsPlace(t *testing.T, k Kind) {
 // WaitSubscribed checks that a wait whose Client is still subscribed to
 // the lock's channel (it lingers after the handle's previous wait) makes
 // one attempt before it waits, not two: the attempt before subscribing is
-// only needed when subscribing takes a round trip. The lock still reaches
-// the waiter when the holder releases. A round whose second wait began
-// later than the linger allows (a stalled machine) is run again.
+// only needed when subscribing takes a round trip. The release still
+// reaches the waiter by its push: a kind that grants hands it the lock
+// with no further command from the waiter (a lost push would leave it to
+// the waiter's timer, a second later), one that wakes with one attempt.
+// A Lock whose ctx ended sends nothing, though it joins the subscription.
+// A round whose wait may have begun after the linger (a stalled machine)
+// is not counted, and another is run.
 func WaitSubscribed(t *testing.T, k Kind) {
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
@@ -412,43 +420,71 @@ func WaitSubscribed(t *testing.T, k Kind) {
 		t.Cleanup(func() { _ = wc.Close() })
 		name := redistest.Name(t)
 		holder, waiter := k.New(c, name), k.waiter(wc, name)
-		// wait has the waiter wait behind the holder: it returns the
-		// commands the waiter sent before the release, how long after
-		// prev its Lock was called, and when its Lock returned.
-		wait := func(prev time.Time) (int64, time.Duration, time.Time) {
+		pushed := int64(0) // commands a pushed hand-off leaves to the waiter, at most
+		if !k.Grants {
+			pushed = 1 // woken, it tries again (an rwlock reader's writer is granted: 0)
+		}
+		type round struct {
+			sent, after int64         // the waiter's commands before and after the release
+			late        time.Duration // from its last Lock's return to its first command
+			returned    time.Time     // when its Lock returned
+		}
+		// wait has the waiter wait behind the holder; prev is when the
+		// waiter's last Lock returned.
+		wait := func(prev time.Time) round {
 			require.NoError(t, holder.Lock(ctx))
 			before := cmds.n.Load()
-			gap := time.Since(prev)
-			got := lockAsync(ctx, waiter)
+			cmds.first.Store(0)
+			got := make(chan time.Time, 1)
+			go func() {
+				err := waiter.Lock(ctx)
+				got <- time.Now()
+				assert.NoError(t, err, "the waiter's Lock")
+			}()
 			time.Sleep(queued)
-			sent := cmds.n.Load() - before
+			sent := cmds.n.Load()
+			// Meanwhile another handle's Lock, its ctx ended, joins the
+			// subscription and sends nothing (no attempt, so no queue to
+			// leave).
+			ended, cancel := context.WithCancel(ctx)
+			cancel()
+			assert.ErrorIs(t, k.waiter(wc, name).Lock(ended), context.Canceled)
+			assert.Equal(t, sent, cmds.n.Load(), "commands sent by a Lock whose ctx had ended")
 			require.NoError(t, holder.Unlock(ctx))
-			require.NoError(t, await(t, got, 3*time.Second, "the waiter's Lock"))
-			returned := time.Now()
+			var r round
+			select {
+			case r.returned = <-got:
+			case <-time.After(3 * time.Second):
+				t.Fatal("the waiter's Lock did not return within 3 s of the release")
+			}
+			r.sent, r.after = sent-before, cmds.n.Load()-sent
+			r.late = time.Hour // no command: not a round to count
+			if at := cmds.first.Load(); at != 0 {
+				r.late = time.Unix(0, at).Sub(prev)
+			}
 			require.True(t, waiter.Held())
 			require.NoError(t, waiter.Unlock(ctx))
-			return sent, gap, returned
+			return r
 		}
 		// Warm up: the waiter's Client loads the scripts (or the function
 		// library) on its first calls.
 		require.NoError(t, waiter.Lock(ctx))
 		require.NoError(t, waiter.Unlock(ctx))
-		first, _, last := wait(time.Now())
+		r := wait(time.Now())
 		// An attempt before subscribing and one after (a mutex's first may
-		// be a SET NX and its script; miniredis loads a script on its
-		// first call).
-		assert.GreaterOrEqual(t, first, int64(2), "commands a waiter sent before the release, subscribing afresh")
+		// be a SET NX and its script).
+		assert.GreaterOrEqual(t, r.sent, int64(2), "commands a waiter sent before the release, subscribing afresh")
 		checked := 0
-		for i := 0; i < 5 && checked == 0; i++ {
-			sent, gap, returned := wait(last)
-			last = returned
-			// The channel lingers 250 ms after the waiter's last Lock
-			// returned (notify.Linger).
-			if gap < 150*time.Millisecond {
+		for i := 0; i < 10 && checked == 0; i++ {
+			r = wait(r.returned)
+			// The channel lingers 250 ms (notify.Linger) from the waiter's
+			// last Sub.Close, just before its last Lock returned.
+			if r.late < 150*time.Millisecond {
 				checked++
-				assert.Equal(t, int64(1), sent, "commands a waiter sent before the release, its channel still subscribed (%v after its last wait)", gap)
+				assert.Equal(t, int64(1), r.sent, "commands a waiter sent before the release, its channel still subscribed (its first %v after its last Lock returned)", r.late)
+				assert.LessOrEqual(t, r.after, pushed, "commands a waiter sent between the release and its Lock's return")
 			}
 		}
-		require.Equal(t, 1, checked, "no wait began within the linger of the last")
+		require.Equal(t, 1, checked, "no wait in 10 began within the linger of the last")
 	})
 }

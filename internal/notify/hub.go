@@ -289,9 +289,7 @@ func (h *Hub) Subscribe(ctx context.Context, name, addr string) (*Sub, error) {
 	if opener {
 		h.attachLocked(ch)
 	}
-	sc := make(chan struct{}, 1)
-	s := &Sub{C: sc, c: sc, hub: h, name: name, addr: addr, wait: ch.wait}
-	ch.subs = append(ch.subs, s)
+	s := h.addSubLocked(ch, addr)
 	h.mu.Unlock()
 
 	t := time.NewTimer(confirmWait)
@@ -312,25 +310,45 @@ func (h *Hub) Subscribe(ctx context.Context, name, addr string) (*Sub, error) {
 	return s, nil
 }
 
-// Live reports whether name is subscribed now, as Redis confirmed, for a
-// waiter of this hub or lingering after the last one left: a Subscribe to
-// it sends nothing and returns at once. A hint only (the subscription can
-// end right after): a waiter that relies on it still makes its attempt
-// after Subscribe returns.
-func (h *Hub) Live(name string) bool {
+// Join is Subscribe for a channel subscribed already, as Redis confirmed
+// (for a waiter of this hub, or lingering after the last one left): it
+// sends nothing and never waits. It returns nil when name is not in that
+// state (not subscribed, a SUBSCRIBE or UNSUBSCRIBE on its way, a Ring
+// whose shards changed, a closed or refused hub): the caller subscribes
+// as usual. The caller must Close the Sub.
+func (h *Hub) Join(name, addr string) *Sub {
+	if h.refusal() != nil || h.route.state() == shard.Changed {
+		return nil
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ch := h.chans[name]
 	if h.closed || ch == nil || ch.conn == nil || ch.wait == nil || ch.pendingSub > 0 || ch.pendingUnsub > 0 ||
 		ch.refs == 0 && !ch.idle {
-		return false
+		return nil
 	}
 	select {
 	case <-ch.wait.done:
-		return ch.wait.err == nil
+		if ch.wait.err != nil {
+			return nil
+		}
 	default:
-		return false
+		return nil
 	}
+	ch.refs++
+	if ch.idle {
+		ch.idle = false
+		ch.linger.Stop()
+	}
+	return h.addSubLocked(ch, addr)
+}
+
+// addSubLocked adds a Sub of ch, for grants addressed to addr.
+func (h *Hub) addSubLocked(ch *channel, addr string) *Sub {
+	sc := make(chan struct{}, 1)
+	s := &Sub{C: sc, c: sc, hub: h, name: ch.name, addr: addr, wait: ch.wait}
+	ch.subs = append(ch.subs, s)
+	return s
 }
 
 // attachLocked subscribes ch on the connection of its shard, opening one

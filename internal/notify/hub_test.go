@@ -297,7 +297,7 @@ func TestReconnect(t *testing.T) {
 // waiter left; a waiter that comes meanwhile shares that subscription (no
 // SUBSCRIBE is sent, and a wake-up reaches it), and once nobody came for
 // the linger the channel is unsubscribed, and the next waiter subscribes
-// it anew. Live reports the channel while a waiter has it or it lingers,
+// it anew. Join joins the channel while a waiter has it or it lingers,
 // and not before nor after. It counts its server's SUBSCRIBEs: the server
 // is its own.
 func TestLinger(t *testing.T) {
@@ -321,22 +321,30 @@ func TestLinger(t *testing.T) {
 		// A linger far longer than the test: the channel stays.
 		h := notify.New(rdb)
 		notify.SetLinger(h, time.Hour)
-		assert.False(t, h.Live(ch), "Live before any Subscribe")
+		assert.Nil(t, h.Join(ch, ""), "joined before any Subscribe")
 		a, err := h.Subscribe(ctx, ch, "")
 		require.NoError(t, err)
-		assert.True(t, h.Live(ch), "not Live with a waiter subscribed")
+		joined := h.Join(ch, "")
+		if assert.NotNil(t, joined, "not joined with a waiter subscribed") {
+			joined.Close()
+		}
 		a.Close()
 		assert.Equal(t, 0, h.Channels(), "a lingering channel counted as one with waiters")
 		assert.Equal(t, int64(1), numsub(), "unsubscribed with the linger not over")
-		assert.True(t, h.Live(ch), "a lingering channel not Live")
 		before := subscribes()
 		b, err := h.Subscribe(ctx, ch, "")
 		require.NoError(t, err)
 		assert.Equal(t, before, subscribes(), "a SUBSCRIBE for a channel that lingered")
 		wakes(b)
 		b.Close()
+		// Join takes a lingering channel as it is, and a wake-up reaches it.
+		j := h.Join(ch, "")
+		require.NotNil(t, j, "a lingering channel not joined")
+		assert.Equal(t, before, subscribes(), "a SUBSCRIBE for a channel joined")
+		wakes(j)
+		j.Close()
 		require.NoError(t, h.Close())
-		assert.False(t, h.Live(ch), "Live after the hub's Close")
+		assert.Nil(t, h.Join(ch, ""), "joined after the hub's Close")
 		assert.Eventually(t, func() bool { return numsub() == 0 }, 2*time.Second, 10*time.Millisecond,
 			"a lingering channel outlived the hub's Close")
 
@@ -350,8 +358,7 @@ func TestLinger(t *testing.T) {
 		c.Close()
 		assert.Eventually(t, func() bool { return numsub() == 0 }, 2*time.Second, 10*time.Millisecond,
 			"still subscribed after the linger")
-		assert.Eventually(t, func() bool { return !h.Live(ch) }, 2*time.Second, 10*time.Millisecond,
-			"Live after the linger's UNSUBSCRIBE")
+		assert.Nil(t, h.Join(ch, ""), "joined after the linger's UNSUBSCRIBE")
 		before = subscribes()
 		d, err := h.Subscribe(ctx, ch, "")
 		require.NoError(t, err)

@@ -288,7 +288,7 @@ func (c *call) Leave(ctx context.Context) error {
 	h.mu.Lock()
 	defer h.unlock()
 	if c.wait == "" || c.tries == 0 {
-		return nil // never queued (a wait that joined a subscription has its id before its first attempt)
+		return nil // no attempt sent: never queued (a wait that joined a subscription has its id before)
 	}
 	h.sent++
 	return h.proto.Leave(c.cleanup(ctx), c.request())

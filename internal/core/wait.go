@@ -33,9 +33,10 @@ type Waiter interface {
 	// the caller's (see Detach). If it fails, the waiter's registration
 	// lapses by itself.
 	Leave(ctx context.Context) error
-	// Addr returns the address of this wait for grants (asked once, when
-	// the wait subscribes), or "": a release that makes this waiter the
-	// owner pushes a grant addressed to it on the wait's channel.
+	// Addr returns the address of this wait for grants (asked when the
+	// wait joins or subscribes, and then the same), or "": a release that
+	// makes this waiter the owner pushes a grant addressed to it on the
+	// wait's channel.
 	Addr() string
 	// Granted is called with a grant's data; it reports whether the wait
 	// took the grant (and so acquired). When it did not (the grant came
@@ -78,7 +79,7 @@ func (e *Engine) Wait(ctx context.Context, spec WaitSpec, w Waiter) error {
 	var sub *notify.Sub
 	if e.poll == 0 {
 		// Subscribed already: no attempt before subscribing.
-		sub = e.Hub.Join(spec.Channel, w.Addr())
+		sub = e.Hub.Join(spec.Channel, w.Addr)
 	}
 	if sub == nil {
 		ok, _, err := w.Attempt(ctx)

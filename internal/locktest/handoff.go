@@ -403,11 +403,11 @@ func ShortHeartbeatKeepsPlace(t *testing.T, k Kind) {
 // the lock's channel (it lingers after the handle's previous wait) makes
 // one attempt before it waits, not two: the attempt before subscribing is
 // only needed when subscribing takes a round trip. The release still
-// reaches the waiter by its push: a kind that grants hands it the lock
-// with no further command from the waiter (a lost push would leave it to
-// the waiter's timer, a second later), one that wakes with one attempt.
-// A Lock whose ctx ended sends nothing, though it joins the subscription.
-// A round whose wait may have begun after the linger (a stalled machine)
+// reaches the waiter by its push, which grants it the lock: no further
+// command from the waiter (a lost push would leave it to the waiter's
+// timer, a second later). Another handle's Lock whose ctx ended sends
+// nothing (where the channel is shared, it joins the subscription). A
+// round whose wait may have begun after the linger (a stalled machine)
 // is not counted, and another is run.
 func WaitSubscribed(t *testing.T, k Kind) {
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
@@ -420,18 +420,15 @@ func WaitSubscribed(t *testing.T, k Kind) {
 		t.Cleanup(func() { _ = wc.Close() })
 		name := redistest.Name(t)
 		holder, waiter := k.New(c, name), k.waiter(wc, name)
-		pushed := int64(0) // commands a pushed hand-off leaves to the waiter, at most
-		if !k.Grants {
-			pushed = 1 // woken, it tries again (an rwlock reader's writer is granted: 0)
-		}
 		type round struct {
 			sent, after int64         // the waiter's commands before and after the release
 			late        time.Duration // from its last Lock's return to its first command
 			returned    time.Time     // when its Lock returned
 		}
 		// wait has the waiter wait behind the holder; prev is when the
-		// waiter's last Lock returned.
-		wait := func(prev time.Time) round {
+		// waiter's last Lock returned, first that its Client is not
+		// subscribed yet.
+		wait := func(prev time.Time, first bool) round {
 			require.NoError(t, holder.Lock(ctx))
 			before := cmds.n.Load()
 			cmds.first.Store(0)
@@ -442,7 +439,14 @@ func WaitSubscribed(t *testing.T, k Kind) {
 				assert.NoError(t, err, "the waiter's Lock")
 			}()
 			time.Sleep(queued)
+			if first {
+				// Subscribing afresh: an attempt before and one after (a
+				// mutex's first may be a SET NX and its script).
+				assert.Eventually(t, func() bool { return cmds.n.Load()-before >= 2 }, 2*time.Second, time.Millisecond,
+					"commands a waiter sent before the release, subscribing afresh: want 2 or more")
+			}
 			sent := cmds.n.Load()
+			assert.Positive(t, sent-before, "the waiter sent no attempt before the release")
 			// Meanwhile another handle's Lock, its ctx ended, joins the
 			// subscription and sends nothing (no attempt, so no queue to
 			// leave).
@@ -470,19 +474,16 @@ func WaitSubscribed(t *testing.T, k Kind) {
 		// library) on its first calls.
 		require.NoError(t, waiter.Lock(ctx))
 		require.NoError(t, waiter.Unlock(ctx))
-		r := wait(time.Now())
-		// An attempt before subscribing and one after (a mutex's first may
-		// be a SET NX and its script).
-		assert.GreaterOrEqual(t, r.sent, int64(2), "commands a waiter sent before the release, subscribing afresh")
+		r := wait(time.Now(), true)
 		checked := 0
 		for i := 0; i < 10 && checked == 0; i++ {
-			r = wait(r.returned)
+			r = wait(r.returned, false)
 			// The channel lingers 250 ms (notify.Linger) from the waiter's
 			// last Sub.Close, just before its last Lock returned.
 			if r.late < 150*time.Millisecond {
 				checked++
 				assert.Equal(t, int64(1), r.sent, "commands a waiter sent before the release, its channel still subscribed (its first %v after its last Lock returned)", r.late)
-				assert.LessOrEqual(t, r.after, pushed, "commands a waiter sent between the release and its Lock's return")
+				assert.Zero(t, r.after, "commands a waiter sent between the release and its Lock's return")
 			}
 		}
 		require.Equal(t, 1, checked, "no wait in 10 began within the linger of the last")

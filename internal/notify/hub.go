@@ -315,8 +315,9 @@ func (h *Hub) Subscribe(ctx context.Context, name, addr string) (*Sub, error) {
 // sends nothing and never waits. It returns nil when name is not in that
 // state (not subscribed, a SUBSCRIBE or UNSUBSCRIBE on its way, a Ring
 // whose shards changed, a closed or refused hub): the caller subscribes
-// as usual. The caller must Close the Sub.
-func (h *Hub) Join(name, addr string) *Sub {
+// as usual. addr is called, under the hub's lock, only to join: it must
+// not call the hub. The caller must Close the Sub.
+func (h *Hub) Join(name string, addr func() string) *Sub {
 	if h.refusal() != nil || h.route.state() == shard.Changed {
 		return nil
 	}
@@ -340,7 +341,7 @@ func (h *Hub) Join(name, addr string) *Sub {
 		ch.idle = false
 		ch.linger.Stop()
 	}
-	return h.addSubLocked(ch, addr)
+	return h.addSubLocked(ch, addr())
 }
 
 // addSubLocked adds a Sub of ch, for grants addressed to addr.

@@ -293,6 +293,9 @@ func TestReconnect(t *testing.T) {
 	})
 }
 
+// noAddr is the address of a waiter that takes no grants.
+func noAddr() string { return "" }
+
 // TestLinger: a channel stays subscribed for the linger after its last
 // waiter left; a waiter that comes meanwhile shares that subscription (no
 // SUBSCRIBE is sent, and a wake-up reaches it), and once nobody came for
@@ -321,10 +324,10 @@ func TestLinger(t *testing.T) {
 		// A linger far longer than the test: the channel stays.
 		h := notify.New(rdb)
 		notify.SetLinger(h, time.Hour)
-		assert.Nil(t, h.Join(ch, ""), "joined before any Subscribe")
+		assert.Nil(t, h.Join(ch, noAddr), "joined before any Subscribe")
 		a, err := h.Subscribe(ctx, ch, "")
 		require.NoError(t, err)
-		joined := h.Join(ch, "")
+		joined := h.Join(ch, noAddr)
 		if assert.NotNil(t, joined, "not joined with a waiter subscribed") {
 			joined.Close()
 		}
@@ -338,13 +341,13 @@ func TestLinger(t *testing.T) {
 		wakes(b)
 		b.Close()
 		// Join takes a lingering channel as it is, and a wake-up reaches it.
-		j := h.Join(ch, "")
+		j := h.Join(ch, noAddr)
 		require.NotNil(t, j, "a lingering channel not joined")
 		assert.Equal(t, before, subscribes(), "a SUBSCRIBE for a channel joined")
 		wakes(j)
 		j.Close()
 		require.NoError(t, h.Close())
-		assert.Nil(t, h.Join(ch, ""), "joined after the hub's Close")
+		assert.Nil(t, h.Join(ch, noAddr), "joined after the hub's Close")
 		assert.Eventually(t, func() bool { return numsub() == 0 }, 2*time.Second, 10*time.Millisecond,
 			"a lingering channel outlived the hub's Close")
 
@@ -358,7 +361,7 @@ func TestLinger(t *testing.T) {
 		c.Close()
 		assert.Eventually(t, func() bool { return numsub() == 0 }, 2*time.Second, 10*time.Millisecond,
 			"still subscribed after the linger")
-		assert.Nil(t, h.Join(ch, ""), "joined after the linger's UNSUBSCRIBE")
+		assert.Nil(t, h.Join(ch, noAddr), "joined after the linger's UNSUBSCRIBE")
 		before = subscribes()
 		d, err := h.Subscribe(ctx, ch, "")
 		require.NoError(t, err)

@@ -432,11 +432,14 @@ func WaitSubscribed(t *testing.T, k Kind) {
 			require.NoError(t, holder.Lock(ctx))
 			before := cmds.n.Load()
 			cmds.first.Store(0)
-			got := make(chan time.Time, 1)
+			type locked struct {
+				at  time.Time
+				err error
+			}
+			got := make(chan locked, 1)
 			go func() {
 				err := waiter.Lock(ctx)
-				got <- time.Now()
-				assert.NoError(t, err, "the waiter's Lock")
+				got <- locked{time.Now(), err}
 			}()
 			time.Sleep(queued)
 			if first {
@@ -457,7 +460,9 @@ func WaitSubscribed(t *testing.T, k Kind) {
 			require.NoError(t, holder.Unlock(ctx))
 			var r round
 			select {
-			case r.returned = <-got:
+			case l := <-got:
+				require.NoError(t, l.err, "the waiter's Lock")
+				r.returned = l.at
 			case <-time.After(3 * time.Second):
 				t.Fatal("the waiter's Lock did not return within 3 s of the release")
 			}

@@ -265,25 +265,26 @@ func costPerOp(samples []costSample, idle costSample) Cost {
 // benchmark uses) is not taken off, nor are the connections that a
 // measurement opens in its window (the contended cycle's HELLO).
 func byCommand(samples []costSample) map[string]CommandCost {
-	out := map[string]CommandCost{}
+	names := map[string]bool{}
 	for _, s := range samples {
 		for name := range s.cmds {
-			if _, done := out[name]; done {
-				continue
-			}
-			calls, usec := make([]float64, len(samples)), make([]float64, len(samples))
-			for i, o := range samples {
-				n := float64(max(1, o.n))
-				calls[i] = float64(o.cmds[name].calls) / n
-				usec[i] = float64(o.cmds[name].usec) / n
-			}
-			slices.Sort(calls)
-			slices.Sort(usec)
-			if calls[len(calls)/2] == 0 {
-				continue // in fewer than half the samples: not the operation's
-			}
-			out[name] = CommandCost{Calls: calls[len(calls)/2], Time: time.Duration(usec[len(usec)/2] * float64(time.Microsecond))}
+			names[name] = true
 		}
+	}
+	out := map[string]CommandCost{}
+	calls, usec := make([]float64, len(samples)), make([]float64, len(samples))
+	for name := range names {
+		for i, o := range samples {
+			n := float64(max(1, o.n))
+			calls[i] = float64(o.cmds[name].calls) / n
+			usec[i] = float64(o.cmds[name].usec) / n
+		}
+		slices.Sort(calls)
+		slices.Sort(usec)
+		if calls[len(calls)/2] == 0 {
+			continue // in fewer than half the samples: not the operation's
+		}
+		out[name] = CommandCost{Calls: calls[len(calls)/2], Time: time.Duration(usec[len(usec)/2] * float64(time.Microsecond))}
 	}
 	return out
 }

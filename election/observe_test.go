@@ -3,11 +3,14 @@ package election_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -156,25 +159,36 @@ func TestObserveEveryChange(t *testing.T) {
 }
 
 // TestObserveBacklog: a receiver that does not read while many changes
-// happen gets all of them, in order, once it reads.
+// happen gets all of them, in order, once it reads. The changes are
+// three times what the log keeps, so they reach the receiver only if the
+// observer goes on reading while nobody takes its reports (Backlog).
+// They are made in blocks of half the log, each once the observer has
+// read the one before: the log keeps an observer's changes while it is
+// at most 100 behind (see Observe), and in a process as loaded as CI's
+// an observer fell that far behind 300 changes made back to back (CI60:
+// it read at Rev 198, then after Rev 300, and lost two).
 func TestObserveBacklog(t *testing.T) {
 	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
-		c := newClient(t, s)
 		name := redistest.Name(t)
 		octx, stop := context.WithCancel(ctx)
 		defer stop()
-		e := election.New(c, name, hb)
-		ch := e.Observe(octx)
+		oc, ordb := redistest.NewClient(t, s, relock.WithWatchdogTimeout(lease))
+		seen := &readRevs{}
+		redistest.AddHook(ordb, seen)
+		ch := election.New(oc, name, hb).Observe(octx)
 		first := <-ch
 		require.True(t, first.Vacant())
+		e := election.New(newClient(t, s), name, hb)
 		require.NoError(t, e.Campaign(ctx, "v0"))
-		const n = 300 // more than the log keeps: the observer keeps up by itself
+		const n, block = 300, 50
 		for i := 1; i <= n; i++ {
 			require.NoError(t, e.Proclaim(ctx, fmt.Sprint("v", i)))
+			if i%block == 0 {
+				seen.waitFor(t, int64(i))
+			}
 		}
-		time.Sleep(200 * time.Millisecond)
 		for i := 0; i <= n; i++ {
 			select {
 			case l := <-ch:
@@ -188,6 +202,44 @@ func TestObserveBacklog(t *testing.T) {
 		l := <-ch
 		assert.True(t, l.Vacant())
 	})
+}
+
+// readRevs is a go-redis hook on an observer's own client: it keeps the
+// highest leader's Rev that the observer's reads returned. A read's reply
+// holds the changes logged before it, so once it returned Rev r, the
+// observer has every change up to r.
+type readRevs struct{ max atomic.Int64 }
+
+// waitFor waits until a read returned Rev rev or later.
+func (h *readRevs) waitFor(t *testing.T, rev int64) {
+	t.Helper()
+	require.Eventually(t, func() bool { return h.max.Load() >= rev }, 5*time.Second, time.Millisecond,
+		"the observer never read Rev %d (read up to %d)", rev, h.max.Load())
+}
+
+func (h *readRevs) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *readRevs) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		// The read's reply: {us, last, pttl, {term, rev, since, fp, value}, entries}.
+		if c, ok := cmd.(*redis.Cmd); ok && err == nil {
+			if res, ok := c.Val().([]any); ok && len(res) == 5 {
+				if ld, ok := res[3].([]any); ok && len(ld) == 5 {
+					if s, ok := ld[1].(string); ok {
+						if rev, err := strconv.ParseInt(s, 10, 64); err == nil && rev > h.max.Load() {
+							h.max.Store(rev) // one reader: the observer
+						}
+					}
+				}
+			}
+		}
+		return err
+	}
+}
+
+func (h *readRevs) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
 
 // TestObserveDeadLeader: a leader whose Client stops renewing (its process

@@ -222,20 +222,34 @@ func (h *readRevs) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *readRevs) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		// The read's reply: {us, last, pttl, {term, rev, since, fp, value}, entries}.
-		if c, ok := cmd.(*redis.Cmd); ok && err == nil {
-			if res, ok := c.Val().([]any); ok && len(res) == 5 {
-				if ld, ok := res[3].([]any); ok && len(ld) == 5 {
-					if s, ok := ld[1].(string); ok {
-						if rev, err := strconv.ParseInt(s, 10, 64); err == nil && rev > h.max.Load() {
-							h.max.Store(rev) // one reader: the observer
-						}
-					}
-				}
-			}
+		if rev, ok := readRev(cmd); ok && err == nil && rev > h.max.Load() {
+			h.max.Store(rev) // one reader: the observer
 		}
 		return err
 	}
+}
+
+// readRev returns the leader's Rev in cmd's reply if cmd is an observer's
+// read: {us, last, pttl, {term, rev, since, fp, value}, entries}.
+func readRev(cmd redis.Cmder) (int64, bool) {
+	c, ok := cmd.(*redis.Cmd)
+	if !ok {
+		return 0, false
+	}
+	res, ok := c.Val().([]any)
+	if !ok || len(res) != 5 {
+		return 0, false
+	}
+	ld, ok := res[3].([]any)
+	if !ok || len(ld) != 5 {
+		return 0, false
+	}
+	s, ok := ld[1].(string)
+	if !ok {
+		return 0, false
+	}
+	rev, err := strconv.ParseInt(s, 10, 64)
+	return rev, err == nil
 }
 
 func (h *readRevs) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {

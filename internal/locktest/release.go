@@ -101,8 +101,11 @@ func ReleaseUnreachable(t *testing.T, k Kind) {
 		name := redistest.Name(t)
 		h := k.New(c, name)
 		require.NoError(t, h.Lock(ctx))
-		time.Sleep(lease / 2) // a renewal (every lease/3) has been confirmed
-		require.NotZero(t, renewals.since(time.Time{}), "no renewal before the cut")
+		// A renewal (every lease/3) has been sent before the cut, so that
+		// "none after the call" below means something. Waited for, not
+		// slept: CI63's loaded first pass sent none within lease/2.
+		require.Eventually(t, func() bool { return renewals.since(time.Time{}) > 0 },
+			lease, 5*time.Millisecond, "no renewal before the cut")
 
 		cut(true)
 		at := time.Now()

@@ -46,9 +46,7 @@ func Do(ctx context.Context, l Locker, fn func(ctx context.Context) error) (err 
 		stop()
 		// Detached here too, for a Locker of another package whose Unlock
 		// would honour an ended ctx (relock's detach their releases).
-		uctx, cancel := core.Detach(ctx)
-		defer cancel()
-		uerr := l.Unlock(uctx)
+		uerr := l.Unlock(core.Detach(ctx))
 		if returned {
 			err = lockerr.JoinEnd(err, uerr, "unlock")
 		}

@@ -36,8 +36,7 @@ type call struct {
 	refusedUs int64
 	sent      uint64
 	// The context of the call's clean-up once it gave up (see cleanup).
-	clean       context.Context
-	cancelClean context.CancelFunc
+	clean context.Context
 }
 
 // cleanup returns the context of everything the call undoes once it gave
@@ -47,16 +46,9 @@ type call struct {
 // often it is resent (a Cluster refuses it while the slot moves).
 func (c *call) cleanup(ctx context.Context) context.Context {
 	if c.clean == nil {
-		c.clean, c.cancelClean = Detach(ctx)
+		c.clean = Detach(ctx)
 	}
 	return c.clean
-}
-
-// end releases the call's clean-up context, once the call returned.
-func (c *call) end() {
-	if c.cancelClean != nil {
-		c.cancelClean()
-	}
 }
 
 // Wait acquires n units of class, waiting on spec's channel until granted
@@ -64,7 +56,6 @@ func (c *call) end() {
 // the call asks for (see call.request); 0 is the handle's.
 func (h *Holder) Wait(ctx context.Context, op string, class Class, n int, lease time.Duration, spec WaitSpec) error {
 	c := &call{h: h, ctx: ctx, op: op, class: class, n: n, lease: lease, block: true, begin: time.Now(), first: true}
-	defer c.end()
 	err := h.E.Wait(ctx, spec, c)
 	if lockerr.BareGiveUp(err) {
 		err = h.errorf(op, err) // `mutex: lock "orders:42": relock: lock not obtained: ...`
@@ -76,7 +67,6 @@ func (h *Holder) Wait(ctx context.Context, op string, class Class, n int, lease 
 // Try makes one attempt to acquire n units of class, with lease as Wait.
 func (h *Holder) Try(ctx context.Context, op string, class Class, n int, lease time.Duration) (bool, error) {
 	c := &call{h: h, ctx: ctx, op: op, class: class, n: n, lease: lease, begin: time.Now(), first: true}
-	defer c.end()
 	ok, _, err := c.Attempt(ctx)
 	if lockerr.BareGiveUp(err) {
 		err = h.errorf(op, err)

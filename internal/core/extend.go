@@ -164,8 +164,7 @@ func (h *Holder) giveBackLocked(ctx context.Context) {
 		class = Write
 	}
 	r := &Request{ID: h.NextRequest(), Class: class, N: h.held[class], Lease: h.lease, GiveBack: true}
-	cctx, cancel := Detach(ctx)
-	defer cancel()
+	cctx := Detach(ctx)
 	h.sent++
 	_ = h.proto.Abort(cctx, r)
 }

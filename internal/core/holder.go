@@ -373,8 +373,7 @@ func (h *Holder) Release(ctx context.Context, op string, class Class, n int) err
 	if err := h.Check(); err != nil && !errors.Is(err, lockerr.Closed) {
 		return h.errorf(op, err)
 	}
-	ctx, cancel := Detach(ctx)
-	defer cancel()
+	ctx = Detach(ctx)
 	h.mu.Lock()
 	defer h.unlock()
 	h.syncLostLocked()

@@ -246,18 +246,3 @@ func (o *Owner) again(ctx context.Context, err error, pinned bool, tries int, fi
 	shard.Refresh(o.E.RDB, err)
 	return !pinned && (shard.Unsettled(o.E.RDB, err) || shard.Unreached(o.E.RDB, err)) && shard.Pause(ctx, tries, first) == nil
 }
-
-// ReleaseTimeout bounds the work that is done even though the caller's
-// ctx may have ended (see Detach): a release, or undoing what an acquire
-// that gave up may have taken. go-redis checks a context between the tries
-// of a command, and within a try only with Options.ContextTimeoutEnabled:
-// a try in flight may run to its ReadTimeout.
-const ReleaseTimeout = 5 * time.Second
-
-// Detach returns a context for work that must be done even though the
-// caller's ctx ended (a release; undoing an acquire whose reply was lost;
-// leaving a queue): detached from ctx's cancellation, keeping its values
-// (tracing), bounded by ReleaseTimeout.
-func Detach(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
-}

@@ -66,9 +66,7 @@ type WaitSpec struct {
 // lockerr.NotObtained and ctx.Err(), and nothing is left subscribed.
 func (e *Engine) Wait(ctx context.Context, spec WaitSpec, w Waiter) error {
 	giveUp := func(err error) error {
-		cctx, cancel := Detach(ctx)
-		defer cancel()
-		_ = w.Leave(cctx)
+		_ = w.Leave(Detach(ctx))
 		return err
 	}
 	// Without a subscription (a polling Client; the hub could not open its

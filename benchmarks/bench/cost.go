@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"runtime/metrics"
 	"slices"
 	"time"
 
@@ -26,6 +27,13 @@ type Cost struct {
 	// ClientCPU is this process's CPU time (getrusage: the library,
 	// go-redis, the Go runtime); 0 where unknown.
 	ClientCPU time.Duration `json:"client_cpu_ns"`
+	// Allocs are the heap objects this process allocated (runtime/metrics
+	// /gc/heap/allocs:objects), and Switches the times its threads were
+	// switched out (getrusage: voluntary and involuntary context
+	// switches; 0 where unknown): where a ClientCPU above the floor's
+	// goes, beside the commands.
+	Allocs   float64 `json:"allocs"`
+	Switches float64 `json:"context_switches"`
 	// Commands are the commands the client sent (counted by its hook),
 	// ServerCalls every command the server ran (INFO commandstats, the
 	// commands called inside scripts included, INFO itself not), and
@@ -72,6 +80,8 @@ type costReading struct {
 	at      time.Time
 	server  time.Duration
 	client  time.Duration
+	allocs  int64
+	swtch   int64
 	calls   int64 // every command but INFO
 	scripts cmdStat
 	cmds    map[string]cmdStat // every command but INFO and the scripts
@@ -86,6 +96,8 @@ func (p *costProbe) read(ctx context.Context, cnt *Counter) (costReading, error)
 		r.sent = cnt.Snapshot().withSweeps()
 	}
 	r.client, _ = processCPU()
+	r.swtch, _ = processSwitches()
+	r.allocs = heapAllocs()
 	r.at = time.Now()
 	info, err := p.c.Info(ctx, "cpu", "commandstats").Result()
 	if err != nil {
@@ -117,6 +129,8 @@ type costSample struct {
 	span       time.Duration
 	server     time.Duration
 	client     time.Duration
+	allocs     int64
+	swtch      int64
 	calls      int64
 	scripts    cmdStat
 	cmds       map[string]cmdStat
@@ -138,6 +152,8 @@ func (r costReading) since(o costReading, n int) costSample {
 		span:    r.at.Sub(o.at),
 		server:  r.server - o.server,
 		client:  r.client - o.client,
+		allocs:  r.allocs - o.allocs,
+		swtch:   r.swtch - o.swtch,
 		calls:   r.calls - o.calls,
 		scripts: r.scripts.sub(o.scripts),
 		sent:    r.sent.Sub(o.sent),
@@ -200,6 +216,8 @@ func medianSample(samples []costSample) costSample {
 		span:       time.Duration(med(func(s costSample) int64 { return int64(s.span) })),
 		server:     time.Duration(med(func(s costSample) int64 { return int64(s.server) })),
 		client:     time.Duration(med(func(s costSample) int64 { return int64(s.client) })),
+		allocs:     med(func(s costSample) int64 { return s.allocs }),
+		swtch:      med(func(s costSample) int64 { return s.swtch }),
 		calls:      med(func(s costSample) int64 { return s.calls }),
 		scripts:    cmdStat{med(func(s costSample) int64 { return s.scripts.calls }), med(func(s costSample) int64 { return s.scripts.usec })},
 		sent:       Count{Commands: med(func(s costSample) int64 { return s.sent.Commands }), RoundTrips: med(func(s costSample) int64 { return s.sent.RoundTrips })},
@@ -223,6 +241,8 @@ func costPerOp(samples []costSample, idle costSample) Cost {
 			ServerCPU:   dur(s.server, idle.server),
 			ScriptTime:  dur(time.Duration(s.scripts.usec)*time.Microsecond, time.Duration(idle.scripts.usec)*time.Microsecond),
 			ClientCPU:   dur(s.client, idle.client),
+			Allocs:      cnt(s.allocs, idle.allocs),
+			Switches:    cnt(s.swtch, idle.swtch),
 			Commands:    cnt(s.sent.Commands, idle.sent.Commands),
 			ServerCalls: cnt(s.calls, idle.calls),
 			ScriptCalls: cnt(s.scripts.calls, idle.scripts.calls),
@@ -250,6 +270,8 @@ func costPerOp(samples []costSample, idle costSample) Cost {
 		ServerCPU:   medDur(func(c Cost) time.Duration { return c.ServerCPU }),
 		ScriptTime:  medDur(func(c Cost) time.Duration { return c.ScriptTime }),
 		ClientCPU:   medDur(func(c Cost) time.Duration { return c.ClientCPU }),
+		Allocs:      medNum(func(c Cost) float64 { return c.Allocs }),
+		Switches:    medNum(func(c Cost) float64 { return c.Switches }),
 		Commands:    medNum(func(c Cost) float64 { return c.Commands }),
 		ServerCalls: medNum(func(c Cost) float64 { return c.ServerCalls }),
 		ScriptCalls: medNum(func(c Cost) float64 { return c.ScriptCalls }),
@@ -300,5 +322,17 @@ func idleFor(idle0, idleS costSample, settle, d time.Duration) costSample {
 	f := float64(d) / float64(settle)
 	out.server += time.Duration(max(0, float64(idleS.server-idle0.server)*f))
 	out.client += time.Duration(max(0, float64(idleS.client-idle0.client)*f))
+	out.allocs += int64(max(0, float64(idleS.allocs-idle0.allocs)*f))
+	out.swtch += int64(max(0, float64(idleS.swtch-idle0.swtch)*f))
 	return out
+}
+
+// heapAllocs is how many heap objects this process has allocated so far.
+func heapAllocs() int64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int64(s[0].Value.Uint64())
 }

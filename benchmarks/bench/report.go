@@ -424,8 +424,8 @@ func costDetails(s *ServerCostStats) []string {
 		fmt.Sprintf("per cycle: Redis CPU %s = %s SET NX+CAD's %s (%s SET NX+DEL's %s)",
 			fmtDur(l.ServerCPU), ratioOf(l.ServerCPU, sf.ServerCPU), fmtDur(sf.ServerCPU), ratioOf(l.ServerCPU, f.ServerCPU), fmtDur(f.ServerCPU)),
 		fmt.Sprintf("in scripts %s = %s the CAD script's %s", fmtDur(l.ScriptTime), ratioOf(l.ScriptTime, sf.ScriptTime), fmtDur(sf.ScriptTime)),
-		fmt.Sprintf("client CPU %s = %s SET NX+CAD's %s (SET NX+DEL %s)",
-			fmtDur(l.ClientCPU), ratioOf(l.ClientCPU, sf.ClientCPU), fmtDur(sf.ClientCPU), fmtDur(f.ClientCPU)),
+		fmt.Sprintf("client CPU %s = %s SET NX+CAD's %s (SET NX+DEL %s)%s",
+			fmtDur(l.ClientCPU), ratioOf(l.ClientCPU, sf.ClientCPU), fmtDur(sf.ClientCPU), fmtDur(f.ClientCPU), clientNote(l, sf)),
 		fmt.Sprintf("commands: %s sent, %s run by Redis (%s inside %s script calls; SET NX+CAD: %s, %s)",
 			fmtNum(l.Commands), fmtNum(l.ServerCalls), fmtNum(l.Inner()), fmtNum(l.ScriptCalls), fmtNum(sf.Commands), fmtNum(sf.ServerCalls)),
 		fmt.Sprintf("medians of %d blocks of %d cycles", s.Blocks, s.CyclesPerBlock),
@@ -444,6 +444,17 @@ func costDetails(s *ServerCostStats) []string {
 			fmtNum(c.Cost.ServerCalls), fmtDur(c.Cost.ServerCPU), fmtDur(c.Cost.ScriptTime), fmtDur(c.Cost.ClientCPU)))
 	}
 	return parts
+}
+
+// clientNote is where a cycle's client CPU goes beside the CAD floor's:
+// the heap objects allocated and the context switches, per cycle; empty
+// when not measured (results saved before they were).
+func clientNote(l, sf Cost) string {
+	if l.Allocs == 0 && l.Switches == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %s heap objects allocated (SET NX+CAD %s) and %s context switches (%s)",
+		fmtNum(l.Allocs), fmtNum(sf.Allocs), fmtNum(l.Switches), fmtNum(sf.Switches))
 }
 
 // fmtByCommand lists the commands of a Cost.ByCommand by time, most first:

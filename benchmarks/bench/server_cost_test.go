@@ -74,6 +74,11 @@ func TestServerCost(t *testing.T) {
 				if c.ServerCPU <= 0 || c.ClientCPU <= 0 || c.Cycle <= 0 {
 					t.Errorf("%s: Redis CPU %v, client CPU %v, cycle %v per cycle; want all > 0", what, c.ServerCPU, c.ClientCPU, c.Cycle)
 				}
+				// Two commands through go-redis allocate at least their
+				// Cmds; waiting for a reply switches threads out.
+				if c.Allocs < 2 || c.Switches <= 0 {
+					t.Errorf("%s: %v heap objects, %v context switches per cycle; want >= 2, > 0", what, c.Allocs, c.Switches)
+				}
 			}
 			if f := s.Floor; f.Commands != 2 || f.ServerCalls != 2 || f.ScriptCalls != 0 || f.ScriptTime != 0 {
 				t.Errorf("SET NX+DEL per cycle: %v sent, %v run, %v scripts (%v); want 2, 2, 0 (0)", f.Commands, f.ServerCalls, f.ScriptCalls, f.ScriptTime)

@@ -307,7 +307,7 @@ func (r *Result) checkCost(s *ServerCostStats) {
 			fmtDur(l.ScriptTime), fmtDur(sf.ScriptTime), ratio(v), fmtNum(l.ScriptCalls), fmtNum(l.Inner()), byCommandNote(l, sf)))
 	v = over(l.ClientCPU, sf.ClientCPU)
 	r.check(fmt.Sprintf("client CPU per uncontended cycle at most %.1fx SET NX + CAD's", TargetClientCPU), v <= TargetClientCPU,
-		fmt.Sprintf("%s vs %s = %s (SET NX + DEL %s)", fmtDur(l.ClientCPU), fmtDur(sf.ClientCPU), ratio(v), fmtDur(f.ClientCPU)))
+		fmt.Sprintf("%s vs %s = %s (SET NX + DEL %s)%s", fmtDur(l.ClientCPU), fmtDur(sf.ClientCPU), ratio(v), fmtDur(f.ClientCPU), clientNote(l, sf)))
 	if c := s.Contended; c != nil {
 		r.checkContendedCmds(c.Cost.Commands, fmt.Sprintf("%.2f commands (%.2f round trips) per acquisition, %d owners on separate clients, hold %s; Redis ran %s commands per acquisition",
 			c.Cost.Commands, c.TripsPerAcq, c.Owners, fmtDur(c.Hold), fmtNum(c.Cost.ServerCalls)))

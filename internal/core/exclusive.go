@@ -153,7 +153,7 @@ func (p *exclusive) Release(ctx context.Context, r *Request) (int64, error) {
 	// Every argument costs the script: the mutex's release (never
 	// partial) takes none beyond the request, and a final release sends
 	// its record's TTL only when the lease left will not do.
-	args := []any{o.Token, r.ID}
+	args := append(make([]any, 0, 4), o.Token, r.ID) // room for the optional two: one allocation
 	left := r.Left()[Units]
 	if p.reentrant {
 		args = append(args, left)

@@ -67,6 +67,9 @@ end
 	library.version = hex.EncodeToString(sum[:])[:12]
 	library.name = "relock_" + library.version
 	library.fnPrefix = library.name + "_"
+	for _, s := range all {
+		s.fn, s.fnTwin = library.fnPrefix+s.name, library.fnPrefix+s.name+"_s"
+	}
 	library.src = "#!lua name=" + library.name + "\n" + helpers +
 		strings.ReplaceAll(fns.String(), "<prefix>", library.fnPrefix)
 }
@@ -83,9 +86,9 @@ func Library() (name, src string) {
 func (s *Script) Function(sharded bool) string {
 	library.once.Do(buildLibrary)
 	if sharded {
-		return library.fnPrefix + s.name + "_s"
+		return s.fnTwin
 	}
-	return library.fnPrefix + s.name
+	return s.fn
 }
 
 // flags returns the flags s is registered with, as the tail of its

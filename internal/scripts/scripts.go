@@ -43,6 +43,7 @@ type Script struct {
 	uses []string // the helper files it may call, in order
 
 	eval, twin *redis.Script // the script form; twin publishes with SPUBLISH
+	fn, fnTwin string        // its function's name and its twin's (see Function)
 }
 
 // define returns the script of file name, which calls the helpers of the

@@ -14,9 +14,9 @@ import (
 // a try in flight may run to its ReadTimeout.
 const ReleaseTimeout = 5 * time.Second
 
-// detachSlot is how much later than ReleaseTimeout a detached context may
-// end: the contexts detached within detachSlot of each other share one
-// deadline.
+// detachSlot is how much earlier than ReleaseTimeout after it was made a
+// detached context may end: the contexts made while a deadline is still
+// that far away share it.
 const detachSlot = 100 * time.Millisecond
 
 // releaseBound hands out the deadlines of the detached contexts.
@@ -25,46 +25,64 @@ var releaseBound = &deadlines{after: ReleaseTimeout, slot: detachSlot}
 // Detach returns a context for work that must be done even though the
 // caller's ctx ended (a release; undoing an acquire whose reply was lost;
 // leaving a queue): detached from ctx's cancellation, keeping its values
-// (tracing), done ReleaseTimeout after the call, or up to detachSlot
-// later. Its deadline, and the timer and channel behind it, are shared
-// with the contexts detached within detachSlot of it: an Unlock costs no
-// timer of its own (context.WithTimeout's timer, channel and context were
-// 6 of the 39 heap objects of an uncontended mutex cycle). Nothing is to
-// be released once the work is done.
+// (tracing), done at most ReleaseTimeout after the call, at least
+// ReleaseTimeout-detachSlot. Its deadline, a context with its timer and
+// channel, is shared with the contexts detached while it is still that
+// far away: an Unlock makes no timer of its own (context.WithTimeout's
+// timer, channel and contexts were 6 of the 39 heap objects of an
+// uncontended mutex cycle), and nothing is to be released once the work
+// is done. Inside a testing/synctest bubble (time.Now has no monotonic
+// reading there) each call gets a deadline of its own: a channel of one
+// bubble must not be used from another.
 func Detach(ctx context.Context) context.Context {
 	return releaseBound.detach(ctx)
 }
 
-// deadlines hands out deadlines at least after from now, at most
-// after+slot, each with a channel closed when it passes; a deadline is
-// shared until it is less than after away.
+// deadlines hands out deadlines at most after from now and at least
+// after-slot, each a context done then; a deadline is shared until it is
+// nearer than after-slot.
 type deadlines struct {
 	after, slot time.Duration
 	cur         atomic.Pointer[deadline]
-	mu          sync.Mutex // held while a new deadline is made
+	mu          sync.Mutex // held while a new shared deadline is made
 }
 
-// deadline is a point in time, and the channel closed once it passed.
+// deadline is a context done at its deadline, with
+// context.DeadlineExceeded.
 type deadline struct {
-	at   time.Time
-	done chan struct{}
+	ctx context.Context
+	// stop is never called: the deadline ends ctx, and then its timer.
+	stop context.CancelFunc
 }
 
-// get returns a deadline between now+after and now+after+slot.
+func newDeadline(at time.Time) *deadline {
+	ctx, stop := context.WithDeadline(context.Background(), at)
+	return &deadline{ctx: ctx, stop: stop}
+}
+
+// get returns a deadline between now+after-slot and now+after.
 func (d *deadlines) get(now time.Time) *deadline {
-	want := now.Add(d.after)
-	if c := d.cur.Load(); c != nil && !c.at.Before(want) {
+	if now == now.Round(0) {
+		// No monotonic reading: a synctest bubble's fake clock.
+		return newDeadline(now.Add(d.after))
+	}
+	near := now.Add(d.after - d.slot)
+	if c := d.cur.Load(); c != nil && !c.at().Before(near) {
 		return c
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if c := d.cur.Load(); c != nil && !c.at.Before(want) {
+	if c := d.cur.Load(); c != nil && !c.at().Before(near) {
 		return c
 	}
-	c := &deadline{at: want.Add(d.slot), done: make(chan struct{})}
-	time.AfterFunc(c.at.Sub(now), func() { close(c.done) })
+	c := newDeadline(now.Add(d.after))
 	d.cur.Store(c)
 	return c
+}
+
+func (c *deadline) at() time.Time {
+	at, _ := c.ctx.Deadline()
+	return at
 }
 
 // detach returns ctx detached from its cancellation, done at a deadline
@@ -81,15 +99,16 @@ type detached struct {
 	d *deadline
 }
 
-func (c detached) Deadline() (time.Time, bool) { return c.d.at, true }
+func (c detached) Deadline() (time.Time, bool) { return c.d.ctx.Deadline() }
 
-func (c detached) Done() <-chan struct{} { return c.d.done }
+func (c detached) Done() <-chan struct{} { return c.d.ctx.Done() }
 
-func (c detached) Err() error {
-	select {
-	case <-c.d.done:
-		return context.DeadlineExceeded
-	default:
-		return nil
-	}
+func (c detached) Err() error { return c.d.ctx.Err() }
+
+// AfterFunc runs f in a goroutine of its own once c is done, unless stop
+// is called first (see context.AfterFunc). The contexts derived from c
+// (context.WithCancel, WithTimeout) use it to learn of c's end: without
+// it each would start a goroutine that waits for c.
+func (c detached) AfterFunc(f func()) (stop func() bool) {
+	return context.AfterFunc(c.d.ctx, f)
 }

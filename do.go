@@ -26,9 +26,11 @@ import (
 // (from Unlock), whatever fn returned.
 //
 // The release is not cancelled by ctx (see the lock types' Unlock): a Do
-// whose ctx ended while fn ran still releases the lock. Unlock gets a
-// context detached from ctx's cancellation, with ctx's values, that ends
-// 5 s after fn returned (also for a Locker of another package). Do adds
+// whose ctx ended while fn ran still releases the lock: relock's Unlock
+// detaches its release from ctx's cancellation itself, and a Locker of
+// another package (or a Multi) gets a context detached from ctx's
+// cancellation, with ctx's values, that ends 5 s after fn returned, or
+// when its Unlock returns. Do adds
 // no Redis command to those of Lock and Unlock, and keeps no goroutine
 // while fn runs for relock's lock types (it does for a Locker of another
 // package, which it watches through Lost). For a read hold of an rwlock,
@@ -44,9 +46,7 @@ func Do(ctx context.Context, l Locker, fn func(ctx context.Context) error) (err 
 	returned := false
 	defer func() {
 		stop()
-		// Detached here too, for a Locker of another package whose Unlock
-		// would honour an ended ctx (relock's detach their releases).
-		uerr := l.Unlock(core.Detach(ctx))
+		uerr := unlock(ctx, l)
 		if returned {
 			err = lockerr.JoinEnd(err, uerr, "unlock")
 		}
@@ -55,6 +55,23 @@ func Do(ctx context.Context, l Locker, fn func(ctx context.Context) error) (err 
 	err = fn(hctx)
 	returned = true
 	return err
+}
+
+// unlock releases l's hold whatever ctx's state: relock's lock types
+// detach their releases from ctx themselves; a Locker of another package
+// (or a Multi, which may hold some) might honour an ended ctx, so it gets
+// ctx detached, bounded by core.ReleaseTimeout, and cancelled once its
+// Unlock returns (whatever that Unlock left tied to the context ends with
+// it, as it would with a ctx of its caller's).
+func unlock(ctx context.Context, l Locker) error {
+	if _, multi := l.(*Multi); !multi {
+		if _, own := l.(holdContexter); own {
+			return l.Unlock(ctx)
+		}
+	}
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), core.ReleaseTimeout)
+	defer cancel()
+	return l.Unlock(uctx)
 }
 
 // holdContexter is what relock's lock handles (and the Lockers their

@@ -106,9 +106,10 @@ func TestMultiLockForExtend(t *testing.T) {
 // fakeLocker is a Locker of another package: Do watches its Lost channel
 // with a goroutine of its own.
 type fakeLocker struct {
-	mu   sync.Mutex
-	held bool
-	lost chan struct{}
+	mu       sync.Mutex
+	held     bool
+	lost     chan struct{}
+	unlocked context.Context // the ctx of the last Unlock
 }
 
 func (f *fakeLocker) Lock(context.Context) error {
@@ -121,6 +122,7 @@ func (f *fakeLocker) TryLock(ctx context.Context) (bool, error) { return true, f
 func (f *fakeLocker) Unlock(ctx context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.unlocked = ctx
 	if err := ctx.Err(); err != nil { // as a Locker that honours its ctx would
 		return err
 	}
@@ -160,6 +162,12 @@ func TestDoOtherLocker(t *testing.T) {
 	err = relock.Do(cctx, f, func(context.Context) error { cancel(); return nil })
 	require.NoError(t, err, "Do's release after the caller's ctx ended")
 	assert.False(t, f.held, "the lock kept after Do returned")
+	assert.ErrorIs(t, f.unlocked.Err(), context.Canceled, "the context Do gave Unlock outlived it")
+	// The same through a Multi, which passes its ctx on to the part.
+	cctx, cancel = context.WithCancel(ctx)
+	err = relock.Do(cctx, relock.MultiLock(f), func(context.Context) error { cancel(); return nil })
+	require.NoError(t, err, "Do's release of a Multi after the caller's ctx ended")
+	assert.False(t, f.held, "the Multi's part kept after Do returned")
 	assert.ErrorIs(t, relock.Do(ctx, nil, func(context.Context) error { return nil }), relock.ErrInvalidOption)
 	assert.ErrorIs(t, relock.Do(ctx, f, nil), relock.ErrInvalidOption)
 	var typedNil *mutex.Mutex

@@ -25,15 +25,16 @@ var releaseBound = &deadlines{after: ReleaseTimeout, slot: detachSlot}
 // Detach returns a context for work that must be done even though the
 // caller's ctx ended (a release; undoing an acquire whose reply was lost;
 // leaving a queue): detached from ctx's cancellation, keeping its values
-// (tracing), done at most ReleaseTimeout after the call, at least
-// ReleaseTimeout-detachSlot. Its deadline, a context with its timer and
+// (tracing), done at least ReleaseTimeout-detachSlot after the call
+// began, at most ReleaseTimeout after it returned. Its deadline, a context with its timer and
 // channel, is shared with the contexts detached while it is still that
 // far away: an Unlock makes no timer of its own (context.WithTimeout's
 // timer, channel and contexts were 6 of the 39 heap objects of an
 // uncontended mutex cycle), and nothing is to be released once the work
 // is done. Inside a testing/synctest bubble (time.Now has no monotonic
-// reading there) each call gets a deadline of its own: a channel of one
-// bubble must not be used from another.
+// reading there: runtime/time.go strips it, which Go does not promise)
+// each call gets a deadline of its own: a channel of one bubble must not
+// be used from another (TestDetachInBubble checks it on Go 1.25+).
 func Detach(ctx context.Context) context.Context {
 	return releaseBound.detach(ctx)
 }
@@ -108,7 +109,8 @@ func (c detached) Err() error { return c.d.ctx.Err() }
 // AfterFunc runs f in a goroutine of its own once c is done, unless stop
 // is called first (see context.AfterFunc). The contexts derived from c
 // (context.WithCancel, WithTimeout) use it to learn of c's end: without
-// it each would start a goroutine that waits for c.
+// it each would start a goroutine that waits for c. (Those still live
+// when c ends each run one then, briefly.)
 func (c detached) AfterFunc(f func()) (stop func() bool) {
 	return context.AfterFunc(c.d.ctx, f)
 }

@@ -39,7 +39,7 @@ func TestDetach(t *testing.T) {
 }
 
 // TestDeadlinesEnd: a detached context is done at its deadline, not
-// before, with context.DeadlineExceeded, and not done before; contexts
+// before, with context.DeadlineExceeded; contexts
 // detached in a burst share a deadline (one timer, not one each), from
 // several goroutines too; a deadline is never nearer than after-slot nor
 // further than after.
@@ -61,9 +61,6 @@ func TestDeadlinesEnd(t *testing.T) {
 				if at.Before(before.Add(d.after-d.slot)) || at.After(time.Now().Add(d.after)) {
 					t.Errorf("deadline %v from the call, want %v to %v", at.Sub(before), d.after-d.slot, d.after)
 				}
-				if ctx.Err() != nil && time.Now().Before(at) {
-					t.Errorf("done %v before its deadline: %v", time.Until(at), ctx.Err())
-				}
 				mu.Lock()
 				seen[at] = true
 				ctxs = append(ctxs, ctx)
@@ -77,12 +74,15 @@ func TestDeadlinesEnd(t *testing.T) {
 	if most := 1 + int(time.Since(start)/d.slot); len(seen) > most {
 		t.Errorf("1000 contexts detached in %v have %d deadlines, want at most %d", time.Since(start), len(seen), most)
 	}
+	// One bound for all (a loaded machine may stall a second or more):
+	// what is tested is that each ends, with the right error.
+	limit := time.After(10 * time.Second)
 	for _, ctx := range ctxs {
 		at, _ := ctx.Deadline()
 		select {
 		case <-ctx.Done():
-		case <-time.After(2 * time.Second):
-			t.Fatal("not done 2 s after its deadline")
+		case <-limit:
+			t.Fatal("not done 10 s after the deadlines")
 		}
 		if now := time.Now(); now.Before(at) {
 			t.Fatalf("done %v before its deadline", at.Sub(now))
@@ -101,7 +101,8 @@ func TestDeadlinesEnd(t *testing.T) {
 
 // TestDetachedChildren: contexts derived from a detached context start no
 // goroutine each (they learn of its end through its AfterFunc), and end
-// with it, with its error.
+// with it, with its error; a function registered by context.AfterFunc and
+// stopped in time is not run.
 func TestDetachedChildren(t *testing.T) {
 	d := &deadlines{after: 200 * time.Millisecond, slot: 50 * time.Millisecond}
 	parent := d.detach(context.Background())
@@ -118,15 +119,34 @@ func TestDetachedChildren(t *testing.T) {
 	if n := runtime.NumGoroutine() - before; n > 10 {
 		t.Errorf("200 contexts derived from a detached one started %d goroutines", n)
 	}
+	ran := make(chan string, 2)
+	stop := context.AfterFunc(parent, func() { ran <- "stopped" })
+	context.AfterFunc(parent, func() { ran <- "kept" })
+	if !stop() {
+		t.Error("an AfterFunc could not be stopped before the deadline")
+	}
+	limit := time.After(10 * time.Second)
 	for _, c := range children {
 		select {
 		case <-c.Done():
-		case <-time.After(2 * time.Second):
-			t.Fatal("a derived context outlived the detached one")
+		case <-limit:
+			t.Fatal("a derived context outlived the detached one by 10 s")
 		}
 		if !errors.Is(c.Err(), context.DeadlineExceeded) {
 			t.Fatalf("a derived context ended with %v, want context.DeadlineExceeded", c.Err())
 		}
+	}
+	select {
+	case f := <-ran:
+		if f != "kept" {
+			t.Fatalf("the AfterFunc %q ran", f)
+		}
+	case <-limit:
+		t.Fatal("an AfterFunc did not run at the deadline")
+	}
+	time.Sleep(10 * time.Millisecond)
+	if len(ran) > 0 {
+		t.Errorf("the AfterFunc %q ran", <-ran)
 	}
 }
 

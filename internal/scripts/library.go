@@ -22,6 +22,10 @@ var library struct {
 	fnPrefix string
 }
 
+// twinSuffix ends the name of a script's function that publishes with
+// SPUBLISH (a Cluster's), after the name of its PUBLISH twin.
+const twinSuffix = "_s"
+
 func buildLibrary() {
 	var b strings.Builder
 	b.WriteString(spublish)
@@ -55,7 +59,7 @@ end
 			name := s.name
 			flag := "false"
 			if twin {
-				name, flag = name+"_s", "true"
+				name, flag = name+twinSuffix, "true"
 			}
 			fns.WriteString("redis.register_function{function_name='<prefix>" + name +
 				"', callback=function(keys, args)\nKEYS, ARGV, cluster, clock_us = keys, args, " + flag + ", false" +
@@ -68,7 +72,7 @@ end
 	library.name = "relock_" + library.version
 	library.fnPrefix = library.name + "_"
 	for _, s := range all {
-		s.fn, s.fnTwin = library.fnPrefix+s.name, library.fnPrefix+s.name+"_s"
+		s.fn, s.fnTwin = library.fnPrefix+s.name, library.fnPrefix+s.name+twinSuffix
 	}
 	library.src = "#!lua name=" + library.name + "\n" + helpers +
 		strings.ReplaceAll(fns.String(), "<prefix>", library.fnPrefix)

@@ -30,11 +30,11 @@ import (
 // detaches its release from ctx's cancellation itself, and a Locker of
 // another package (or a Multi) gets a context detached from ctx's
 // cancellation, with ctx's values, that ends 5 s after fn returned, or
-// when its Unlock returns. Do adds
-// no Redis command to those of Lock and Unlock, and keeps no goroutine
-// while fn runs for relock's lock types (it does for a Locker of another
-// package, which it watches through Lost). For a read hold of an rwlock,
-// pass its RLocker; for n permits of a semaphore, its Locker(n).
+// when its Unlock returns. Do adds no Redis command to those of Lock and
+// Unlock, and keeps no goroutine while fn runs for relock's lock types
+// (it does for a Locker of another package, which it watches through
+// Lost). For a read hold of an rwlock, pass its RLocker; for n permits
+// of a semaphore, its Locker(n).
 func Do(ctx context.Context, l Locker, fn func(ctx context.Context) error) (err error) {
 	if isNilLocker(l) || fn == nil {
 		return fmt.Errorf("relock: do: %w: nil lock or function", lockerr.InvalidOption)

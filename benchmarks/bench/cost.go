@@ -95,8 +95,7 @@ func (p *costProbe) read(ctx context.Context, cnt *Counter) (costReading, error)
 	if cnt != nil {
 		r.sent = cnt.Snapshot().withSweeps()
 	}
-	r.client, _ = processCPU()
-	r.swtch, _ = processSwitches()
+	r.client, r.swtch, _ = processUsage()
 	r.allocs = heapAllocs()
 	r.at = time.Now()
 	info, err := p.c.Info(ctx, "cpu", "commandstats").Result()

@@ -4,8 +4,5 @@ package bench
 
 import "time"
 
-// processCPU is not known on this platform.
-func processCPU() (time.Duration, bool) { return 0, false }
-
-// processSwitches is not known on this platform.
-func processSwitches() (int64, bool) { return 0, false }
+// processUsage is not known on this platform.
+func processUsage() (cpu time.Duration, switches int64, ok bool) { return 0, 0, false }

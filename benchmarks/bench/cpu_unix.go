@@ -7,27 +7,14 @@ import (
 	"time"
 )
 
-// processCPU returns the CPU time (user and system) this process has used,
-// and whether it is known.
-func processCPU() (time.Duration, bool) {
-	ru, ok := usage()
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), ok
-}
-
-// processSwitches returns how many times this process's threads have
-// been switched out (getrusage: voluntary and involuntary context
-// switches), and whether it is known.
-func processSwitches() (int64, bool) {
-	ru, ok := usage()
-	return ru.Nvcsw + ru.Nivcsw, ok
-}
-
-// usage is this process's resource usage so far (getrusage); zero and
-// false when unknown.
-func usage() (syscall.Rusage, bool) {
+// processUsage returns the CPU time (user and system) this process has
+// used, how many times its threads have been switched out (voluntary and
+// involuntary context switches), and whether they are known: one
+// getrusage.
+func processUsage() (cpu time.Duration, switches int64, ok bool) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return syscall.Rusage{}, false
+		return 0, 0, false
 	}
-	return ru, true
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), ru.Nvcsw + ru.Nivcsw, true
 }

@@ -284,14 +284,14 @@ type cpuMeter struct {
 func (s *Server) startCPU(ctx context.Context) *cpuMeter {
 	m := &cpuMeter{srv: s}
 	m.server, m.serverOK = s.CPU(ctx)
-	m.client, m.clientOK = processCPU()
+	m.client, _, m.clientOK = processUsage()
 	return m
 }
 
 // stop returns the CPU time used since start by this process and by the
 // server (0 when unknown; on miniredis the server runs in this process).
 func (m *cpuMeter) stop(ctx context.Context) (client, server time.Duration) {
-	if c, ok := processCPU(); ok && m.clientOK {
+	if c, _, ok := processUsage(); ok && m.clientOK {
 		client = c - m.client
 	}
 	if s, ok := m.srv.CPU(ctx); ok && m.serverOK {

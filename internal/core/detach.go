@@ -26,15 +26,16 @@ var releaseBound = &deadlines{after: ReleaseTimeout, slot: detachSlot}
 // caller's ctx ended (a release; undoing an acquire whose reply was lost;
 // leaving a queue): detached from ctx's cancellation, keeping its values
 // (tracing), done at least ReleaseTimeout-detachSlot after the call
-// began, at most ReleaseTimeout after it returned. Its deadline, a context with its timer and
-// channel, is shared with the contexts detached while it is still that
-// far away: an Unlock makes no timer of its own (context.WithTimeout's
-// timer, channel and contexts were 6 of the 39 heap objects of an
-// uncontended mutex cycle), and nothing is to be released once the work
-// is done. Inside a testing/synctest bubble (time.Now has no monotonic
-// reading there: runtime/time.go strips it, which Go does not promise)
-// each call gets a deadline of its own: a channel of one bubble must not
-// be used from another (TestDetachInBubble checks it on Go 1.25+).
+// began, at most ReleaseTimeout after it returned. Its deadline, a
+// context with its timer and channel, is shared with the contexts
+// detached while it is still that far away: an Unlock makes no timer of
+// its own (context.WithTimeout's timer, channel and contexts were 6 of
+// the 39 heap objects of an uncontended mutex cycle), and nothing is to
+// be released once the work is done. Inside a testing/synctest bubble
+// (time.Now has no monotonic reading there: runtime/time.go strips it,
+// which Go does not promise) each call gets a deadline of its own: a
+// channel of one bubble must not be used from another
+// (TestDetachInBubble checks it on Go 1.25+).
 func Detach(ctx context.Context) context.Context {
 	return releaseBound.detach(ctx)
 }

@@ -55,13 +55,13 @@ func CheckGoroutinesOf(t testing.TB, what string, match func(stack string) bool)
 // then twice as long each time, until one more subscription goroutine
 // runs than before: a wait that ends before the connection is dialled may
 // leave it undialled, and one that ends while it is dialled leaves its
-// goroutine to start after.
+// goroutine to start after. The goroutines are told apart by their ids,
+// which Go never reuses: a count would miss the Client's when an earlier
+// test's Client's ends meanwhile.
 func Subscribed(t testing.TB, wait func(ctx context.Context) error) {
 	t.Helper()
 	hub := func(stack string) bool { return strings.Contains(stack, "internal/notify.(*Hub).receive(") }
-	// Those of earlier tests' Clients may still be ending: the Client's
-	// own is one more than were left.
-	base, _ := count(hub)
+	before := ids(hub)
 	for d := 20 * time.Millisecond; ; d *= 2 {
 		ctx, cancel := context.WithTimeout(context.Background(), d)
 		err := wait(ctx)
@@ -69,15 +69,28 @@ func Subscribed(t testing.TB, wait func(ctx context.Context) error) {
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("a wait that cannot be granted returned %v, not its ctx's end", err)
 		}
-		n, _ := count(hub)
-		if n > base {
-			return
+		for id := range ids(hub) {
+			if !before[id] {
+				return
+			}
 		}
-		base = min(base, n)
 		if d > 5*time.Second {
-			t.Fatalf("no subscription goroutine runs after waits of up to %v", d)
+			t.Fatalf("no subscription goroutine starts after waits of up to %v", d)
 		}
 	}
+}
+
+// ids returns the ids of the goroutines whose stack match accepts.
+func ids(match func(stack string) bool) map[string]bool {
+	_, stacks := count(match)
+	out := map[string]bool{}
+	for _, g := range strings.Split(stacks, "\n\n") {
+		// "goroutine 42 [select]:"
+		if f := strings.Fields(g); len(f) > 1 && f[0] == "goroutine" {
+			out[f[1]] = true
+		}
+	}
+	return out
 }
 
 // Library reports whether a goroutine's stack runs relock's internal

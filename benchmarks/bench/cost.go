@@ -76,12 +76,17 @@ func newCostProbe(srv *Server) *costProbe { return &costProbe{c: srv.NewRedis(ni
 func (p *costProbe) Close() { _ = p.c.Close() }
 
 // costReading is a server's and this process's totals at one point.
+// The process's are read twice, before and after the INFO call: a sample
+// counts the process's work from the end of one reading to the start of
+// the next, so the readings' own (INFO's reply, its parsing) is not in it
+// and no idle sample has to take it off. (An idle sample subtracted a
+// median of the readings' allocations that could exceed a short block's
+// own: a floor of 30 cycles once showed 0 heap objects.)
 type costReading struct {
 	at      time.Time
+	before  processTotals // taken before the INFO call
+	after   processTotals // and after it
 	server  time.Duration
-	client  time.Duration
-	allocs  int64
-	swtch   int64
 	calls   int64 // every command but INFO
 	scripts cmdStat
 	cmds    map[string]cmdStat // every command but INFO and the scripts
@@ -89,14 +94,14 @@ type costReading struct {
 }
 
 // read returns the totals now: the server's from one INFO call, this
-// process's CPU, and the commands counted by cnt (nil for none).
+// process's before and after it, and the commands counted by cnt (nil
+// for none).
 func (p *costProbe) read(ctx context.Context, cnt *Counter) (costReading, error) {
 	r := costReading{}
 	if cnt != nil {
 		r.sent = cnt.Snapshot().withSweeps()
 	}
-	r.client, r.swtch, _ = processUsage()
-	r.allocs = heapAllocs()
+	r.before = readProcess()
 	r.at = time.Now()
 	info, err := p.c.Info(ctx, "cpu", "commandstats").Result()
 	if err != nil {
@@ -117,6 +122,7 @@ func (p *costProbe) read(ctx context.Context, cnt *Counter) (costReading, error)
 		delete(st, name)
 	}
 	r.cmds = st
+	r.after = readProcess()
 	return r, nil
 }
 
@@ -150,9 +156,9 @@ func (r costReading) since(o costReading, n int) costSample {
 		wall:    r.at.Sub(o.at),
 		span:    r.at.Sub(o.at),
 		server:  r.server - o.server,
-		client:  r.client - o.client,
-		allocs:  r.allocs - o.allocs,
-		swtch:   r.swtch - o.swtch,
+		client:  r.before.cpu - o.after.cpu,
+		allocs:  r.before.allocs - o.after.allocs,
+		swtch:   r.before.switches - o.after.switches,
 		calls:   r.calls - o.calls,
 		scripts: r.scripts.sub(o.scripts),
 		sent:    r.sent.Sub(o.sent),
@@ -324,6 +330,21 @@ func idleFor(idle0, idleS costSample, settle, d time.Duration) costSample {
 	out.allocs += int64(max(0, float64(idleS.allocs-idle0.allocs)*f))
 	out.swtch += int64(max(0, float64(idleS.swtch-idle0.swtch)*f))
 	return out
+}
+
+// processTotals is this process's CPU time, context switches and heap
+// objects allocated so far.
+type processTotals struct {
+	cpu      time.Duration
+	switches int64
+	allocs   int64
+}
+
+func readProcess() processTotals {
+	var t processTotals
+	t.cpu, t.switches, _ = processUsage()
+	t.allocs = heapAllocs()
+	return t
 }
 
 // heapAllocs is how many heap objects this process has allocated so far.

@@ -3,7 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
-	"runtime/metrics"
+	"runtime"
 	"slices"
 	"time"
 
@@ -27,11 +27,11 @@ type Cost struct {
 	// ClientCPU is this process's CPU time (getrusage: the library,
 	// go-redis, the Go runtime); 0 where unknown.
 	ClientCPU time.Duration `json:"client_cpu_ns"`
-	// Allocs are the heap objects this process allocated (runtime/metrics
-	// /gc/heap/allocs:objects), and Switches the times its threads were
-	// switched out (getrusage: voluntary and involuntary context
-	// switches; 0 where unknown): where a ClientCPU above the floor's
-	// goes, beside the commands.
+	// Allocs are the heap objects this process allocated (MemStats.Mallocs,
+	// tiny objects included, as -benchmem counts), and Switches the times
+	// its threads were switched out (getrusage: voluntary and involuntary
+	// context switches; 0 where unknown): where a ClientCPU above the
+	// floor's goes, beside the commands.
 	Allocs   float64 `json:"allocs"`
 	Switches float64 `json:"context_switches"`
 	// Commands are the commands the client sent (counted by its hook),
@@ -79,9 +79,7 @@ func (p *costProbe) Close() { _ = p.c.Close() }
 // The process's are read twice, before and after the INFO call: a sample
 // counts the process's work from the end of one reading to the start of
 // the next, so the readings' own (INFO's reply, its parsing) is not in it
-// and no idle sample has to take it off. (An idle sample subtracted a
-// median of the readings' allocations that could exceed a short block's
-// own: a floor of 30 cycles once showed 0 heap objects.)
+// and no idle sample has to take it off.
 type costReading struct {
 	at      time.Time
 	before  processTotals // taken before the INFO call
@@ -101,7 +99,7 @@ func (p *costProbe) read(ctx context.Context, cnt *Counter) (costReading, error)
 	if cnt != nil {
 		r.sent = cnt.Snapshot().withSweeps()
 	}
-	r.before = readProcess()
+	r.before = readProcess(true)
 	r.at = time.Now()
 	info, err := p.c.Info(ctx, "cpu", "commandstats").Result()
 	if err != nil {
@@ -122,7 +120,7 @@ func (p *costProbe) read(ctx context.Context, cnt *Counter) (costReading, error)
 		delete(st, name)
 	}
 	r.cmds = st
-	r.after = readProcess()
+	r.after = readProcess(false)
 	return r, nil
 }
 
@@ -340,19 +338,24 @@ type processTotals struct {
 	allocs   int64
 }
 
-func readProcess() processTotals {
+// readProcess reads the process's totals at the start of a reading
+// (start) or at its end. The allocation count comes from
+// runtime.ReadMemStats, which stops the world and flushes every P's
+// allocation cache first, so it is exact and counts tiny objects, as
+// -benchmem does. (runtime/metrics' count moves a span's free slots at a
+// time, as a P caches the span: a block of a few hundred objects could
+// read 0.) That pause is kept out of the window between two readings:
+// at a reading's start the CPU time is read before it, at its end after.
+func readProcess(start bool) processTotals {
 	var t processTotals
-	t.cpu, t.switches, _ = processUsage()
-	t.allocs = heapAllocs()
-	return t
-}
-
-// heapAllocs is how many heap objects this process has allocated so far.
-func heapAllocs() int64 {
-	s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0
+	if start {
+		t.cpu, t.switches, _ = processUsage()
 	}
-	return int64(s[0].Value.Uint64())
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	t.allocs = int64(ms.Mallocs)
+	if !start {
+		t.cpu, t.switches, _ = processUsage()
+	}
+	return t
 }

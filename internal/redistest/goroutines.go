@@ -52,8 +52,8 @@ func CheckGoroutinesOf(t testing.TB, what string, match func(stack string) bool)
 // counted before. wait must be a wait of that Client that cannot be
 // granted, and must end with its ctx (an error matching
 // context.DeadlineExceeded). Subscribed calls it with a timeout of 20 ms,
-// then twice as long each time, until one more subscription goroutine
-// runs than before: a wait that ends before the connection is dialled may
+// then twice as long each time, until a subscription goroutine runs that
+// did not run before: a wait that ends before the connection is dialled may
 // leave it undialled, and one that ends while it is dialled leaves its
 // goroutine to start after. The goroutines are told apart by their ids,
 // which Go never reuses: a count would miss the Client's when an earlier

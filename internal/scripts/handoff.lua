@@ -26,10 +26,11 @@ end
 -- ms if that head has waited longer than starve ms, else false (and the
 -- time, or nil when nobody is queued: the server's clock is read only
 -- then, as TIME costs a script more than most commands), then whether a
--- live waiter is queued (starving or not). An EXISTS first: it costs an
--- uncontended release less than a ZRANGE of the missing queue would.
-local function starving(qk, tk, starve)
-  if redis.call('EXISTS', qk) == 0 then return false, nil, false end
+-- live waiter is queued (starving or not). An EXISTS first, unless the
+-- caller saw qk exist (queued): it costs an uncontended call less than a
+-- ZRANGE of the missing queue would.
+local function starving(qk, tk, starve, queued)
+  if not queued and redis.call('EXISTS', qk) == 0 then return false, nil, false end
   local us, now = server_us(), server_ms()
   local head, arrival = q_head(qk, tk, now)
   if head and arrival <= us - starve * 1000 then return head, now, true end
@@ -57,10 +58,12 @@ end
 
 -- handoff decides who gets the free lock lk (its keys built from lk, its
 -- channel lk itself): the head starving for more than starve ms, or
--- whichever waiter wins once woken; nothing when nobody waits.
-local function handoff(lk, string, starve)
+-- whichever waiter wins once woken; nothing when nobody waits. queued:
+-- the caller saw lk's queue exist (a release checks that itself, so that
+-- an uncontended one calls no helper for it: see mutex_release.lua).
+local function handoff(lk, string, starve, queued)
   local qk, tk = lk .. ':queue', lk .. ':timeouts'
-  local head, _, live = starving(qk, tk, starve)
+  local head, _, live = starving(qk, tk, starve, queued)
   if head then
     grant_to(head, lk, lk .. ':fence', qk, tk, lk, string)
   elseif live then

@@ -397,7 +397,12 @@ func TestSyncReplicas(t *testing.T) {
 			_ = c.Process(ctx, wait)
 			return wait.Val() == 1
 		}, 10*time.Second, time.Millisecond, "the replica never confirmed a write")
-		c := relock.New(rdb, relock.WithWatchdogTimeout(lease))
+		// A 3 s lease, renewed every second: a renewal counts once its WAIT
+		// returns, and with a 1 s lease the WAIT had about 600 ms before
+		// the local deadline, which it overran on CI78's loaded first pass
+		// (the hold was lost before the Resign).
+		const held = 3 * lease
+		c := relock.New(rdb, relock.WithWatchdogTimeout(held))
 		t.Cleanup(func() { _ = c.Close() })
 		name := redistest.Name(t)
 
@@ -405,7 +410,7 @@ func TestSyncReplicas(t *testing.T) {
 		// replica, a process of its own, was starved of CPU.
 		e := election.New(c, name, relock.WithSyncReplicas(1, 2*time.Second))
 		require.NoError(t, e.Campaign(ctx, "v"), "one replica, one asked")
-		time.Sleep(lease) // renewals confirmed by the replica keep it
+		time.Sleep(held + lease/2) // renewals confirmed by the replica keep it
 		assert.True(t, e.Leading())
 		require.NoError(t, e.Resign(ctx))
 

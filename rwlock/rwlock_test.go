@@ -641,22 +641,25 @@ func TestWatchdogKeepsHoldsAlive(t *testing.T) {
 	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := context.Background()
-		// Renewed every 200 ms (a 300 ms lease lapsed on a loaded machine).
-		c, rdb := newClient(t, s, relock.WithWatchdogTimeout(600*time.Millisecond))
+		// Renewed every 500 ms: a 300 ms lease lapsed on a loaded machine,
+		// and a 600 ms one in CI77's second pass (a read and a write hold
+		// lost at once, on miniredis and redis: the process stalled).
+		const lease = 1500 * time.Millisecond
+		c, rdb := newClient(t, s, relock.WithWatchdogTimeout(lease))
 		name := redistest.Name(t)
 		l, other := rwlock.New(c, name), rwlock.New(c, name)
 
 		require.NoError(t, l.RLock(ctx))
-		time.Sleep(1200 * time.Millisecond) // 2 leases
+		time.Sleep(2 * lease)
 		assert.False(t, tryLock(t, other), "read hold expired under the watchdog")
 		require.NoError(t, l.RUnlock(ctx))
 
 		require.NoError(t, l.Lock(ctx))
-		time.Sleep(1200 * time.Millisecond)
+		time.Sleep(2 * lease)
 		assert.False(t, tryRLock(t, other), "write hold expired under the watchdog")
 		require.NoError(t, l.RLock(ctx))
 		require.NoError(t, l.Unlock(ctx))
-		time.Sleep(1200 * time.Millisecond)
+		time.Sleep(2 * lease)
 		assert.False(t, tryLock(t, other), "downgraded read hold expired under the watchdog")
 		select {
 		case <-l.Lost():
@@ -669,11 +672,11 @@ func TestWatchdogKeepsHoldsAlive(t *testing.T) {
 		// is sent, nothing left (request records swept). A renewal round
 		// that began before the unlock may still be on its way (it can
 		// only extend the owner's own hold, and finds it gone): a period
-		// (200 ms) later, nothing.
-		time.Sleep(200 * time.Millisecond)
+		// (lease/3) later, nothing.
+		time.Sleep(lease / 3)
 		counter := &redistest.Counter{}
 		redistest.AddHook(rdb, counter)
-		time.Sleep(700 * time.Millisecond)
+		time.Sleep(lease + 100*time.Millisecond)
 		assert.Zero(t, counter.Commands(), "commands sent after the last unlock: %v", counter.Names())
 		assert.Empty(t, s.Keys(t, lockKey(name)+"*"), "keys left after the last unlock")
 	})

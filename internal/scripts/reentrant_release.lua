@@ -34,8 +34,8 @@ if ARGV[3] ~= '0' then
   return 1
 end
 release_record(lk, lk .. ':r:' .. tok .. ':' .. ARGV[2], ARGV[4])
--- The queue checked here, as in mutex_release.lua: no helper call when
--- nobody waits.
+-- The queue checked here, as in mutex_release.lua: the hand-off's helpers
+-- are not called when nobody waits.
 if redis.call('EXISTS', lk .. ':queue') == 1 then
   handoff(lk, false, STARVE_MS, true)
 end

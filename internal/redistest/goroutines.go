@@ -82,9 +82,8 @@ func Subscribed(t testing.TB, wait func(ctx context.Context) error) {
 
 // ids returns the ids of the goroutines whose stack match accepts.
 func ids(match func(stack string) bool) map[string]bool {
-	_, stacks := count(match)
 	out := map[string]bool{}
-	for _, g := range strings.Split(stacks, "\n\n") {
+	for _, g := range stacks(match) {
 		// "goroutine 42 [select]:"
 		if f := strings.Fields(g); len(f) > 1 && f[0] == "goroutine" {
 			out[f[1]] = true
@@ -108,6 +107,13 @@ func Library(stack string) bool {
 // count returns how many goroutines have a stack that match accepts, and
 // those stacks.
 func count(match func(stack string) bool) (int, string) {
+	keep := stacks(match)
+	return len(keep), strings.Join(keep, "\n\n")
+}
+
+// stacks returns the stacks of the goroutines that match accepts, each
+// opening with its "goroutine <id> [<state>]:" line.
+func stacks(match func(stack string) bool) []string {
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
@@ -123,7 +129,7 @@ func count(match func(stack string) bool) (int, string) {
 			keep = append(keep, g)
 		}
 	}
-	return len(keep), strings.Join(keep, "\n\n")
+	return keep
 }
 
 // Goroutines returns how many goroutines run relock's or go-redis's code

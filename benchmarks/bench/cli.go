@@ -57,6 +57,8 @@ func Main(name string, args []string, kinds []Kind, stdout, stderr io.Writer) in
 		jsonFile    = fs.String("json-file", "", "also write the full results as JSON to this file")
 		fromJSON    = fs.String("from-json", "", "measure nothing: report the results saved in this JSON file (-json, -json-file)")
 		svgFile     = fs.String("svg", "", "also write a bar chart to this SVG file")
+		cycles      = fs.Int("cycles", 0, "measure nothing: run this many uncontended cycles of each kind (-kinds, which may also name the floors "+strings.Join(CycleFloors, " ")+") on one handle, for a profiler watching the server (benchmarks/instructions.sh)")
+		cyclesRead  = fs.Bool("cycles-read", false, "with -cycles: cycle a shared kind's read side (RLock+RUnlock)")
 	)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: %s [flags]\n\nKinds:", name)
@@ -106,8 +108,15 @@ func Main(name string, args []string, kinds []Kind, stdout, stderr io.Writer) in
 		kinds = append(kinds[:len(kinds):len(kinds)], clusterKinds(kinds, cluster)...)
 	}
 	plan := Plan{Kinds: selectKinds(kinds, *kindList)}
-	if len(plan.Kinds) == 0 {
+	var floors []string
+	if set["cycles"] {
+		floors = selectFloors(*kindList)
+	}
+	if len(plan.Kinds) == 0 && len(floors) == 0 {
 		return fail("no kind matches -kinds %q", *kindList)
+	}
+	if set["cycles"] && *cycles < 1 {
+		return fail("bad -cycles value %d: want at least 1", *cycles)
 	}
 	// The embedded miniredis is a short tour unless asked otherwise: its
 	// figures are not Redis figures, and the tour shows what the summary
@@ -164,6 +173,12 @@ func Main(name string, args []string, kinds []Kind, stdout, stderr io.Writer) in
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if set["cycles"] {
+		if err := Cycles(ctx, srv, plan.Kinds, floors, *cycles, *cyclesRead, stdout); err != nil {
+			return fail("%v", err)
+		}
+		return 0
+	}
 	rtt, err := srv.RTT(ctx, 500)
 	if err != nil {
 		return fail("%v", err)

@@ -57,8 +57,8 @@ func Main(name string, args []string, kinds []Kind, stdout, stderr io.Writer) in
 		jsonFile    = fs.String("json-file", "", "also write the full results as JSON to this file")
 		fromJSON    = fs.String("from-json", "", "measure nothing: report the results saved in this JSON file (-json, -json-file)")
 		svgFile     = fs.String("svg", "", "also write a bar chart to this SVG file")
-		cycles      = fs.Int("cycles", 0, "measure nothing: run this many uncontended cycles of each kind (-kinds, which may also name the floors "+strings.Join(CycleFloors, " ")+") on one handle, for a profiler watching the server (benchmarks/instructions.sh)")
-		cyclesRead  = fs.Bool("cycles-read", false, "with -cycles: cycle a shared kind's read side (RLock+RUnlock)")
+		cycles      = fs.Int("cycles", 0, "measure nothing: run this many uncontended cycles of each kind (-kinds, which may also name the floors "+strings.Join(cycleFloors, " ")+") on one handle, on the -redis server, for a profiler watching it (benchmarks/instructions.sh); takes no other flag")
+		cyclesRead  = fs.Bool("cycles-read", false, "with -cycles: cycle the read side (RLock+RUnlock) of kinds that have one")
 	)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: %s [flags]\n\nKinds:", name)
@@ -80,6 +80,9 @@ func Main(name string, args []string, kinds []Kind, stdout, stderr io.Writer) in
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["cycles"] || set["cycles-read"] {
+		return cyclesMain(cyclesArgs{set: set, url: *url, kinds: *kindList, n: *cycles, read: *cyclesRead}, kinds, stdout, fail)
+	}
 	out := output{json: *jsonOut, svgFile: *svgFile, jsonFile: *jsonFile, text: TextOptions{Full: *full, Targets: *targets}}
 
 	if *fromJSON != "" {
@@ -108,15 +111,8 @@ func Main(name string, args []string, kinds []Kind, stdout, stderr io.Writer) in
 		kinds = append(kinds[:len(kinds):len(kinds)], clusterKinds(kinds, cluster)...)
 	}
 	plan := Plan{Kinds: selectKinds(kinds, *kindList)}
-	var floors []string
-	if set["cycles"] {
-		floors = selectFloors(*kindList)
-	}
-	if len(plan.Kinds) == 0 && len(floors) == 0 {
+	if len(plan.Kinds) == 0 {
 		return fail("no kind matches -kinds %q", *kindList)
-	}
-	if set["cycles"] && *cycles < 1 {
-		return fail("bad -cycles value %d: want at least 1", *cycles)
 	}
 	// The embedded miniredis is a short tour unless asked otherwise: its
 	// figures are not Redis figures, and the tour shows what the summary
@@ -173,12 +169,6 @@ func Main(name string, args []string, kinds []Kind, stdout, stderr io.Writer) in
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if set["cycles"] {
-		if err := Cycles(ctx, srv, plan.Kinds, floors, *cycles, *cyclesRead, stdout); err != nil {
-			return fail("%v", err)
-		}
-		return 0
-	}
 	rtt, err := srv.RTT(ctx, 500)
 	if err != nil {
 		return fail("%v", err)
@@ -294,17 +284,20 @@ func readReport(file string) (*Report, error) {
 // selectKinds returns the kinds whose name starts with one of the
 // comma-separated prefixes in list, or all of them for an empty list.
 func selectKinds(kinds []Kind, list string) []Kind {
+	return selectNamed(kinds, list, func(k Kind) string { return k.Name })
+}
+
+// selectNamed returns the items whose name starts with one of the
+// comma-separated prefixes in list, or all of them for an empty list.
+func selectNamed[T any](items []T, list string, name func(T) string) []T {
 	prefixes := splitList(list)
 	if len(prefixes) == 0 {
-		return kinds
+		return items
 	}
-	var out []Kind
-	for _, k := range kinds {
-		for _, p := range prefixes {
-			if strings.HasPrefix(k.Name, p) {
-				out = append(out, k)
-				break
-			}
+	var out []T
+	for _, it := range items {
+		if slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(name(it), p) }) {
+			out = append(out, it)
 		}
 	}
 	return out

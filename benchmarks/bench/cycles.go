@@ -47,6 +47,9 @@ var ErrNoReadSide = errors.New("no read side")
 //
 // With read, every kind must have a read side and floors must be empty
 // (an error matching ErrNoReadSide, before any cycle runs otherwise).
+// The first cycle that fails (Redis unreachable: go-redis's dial or read
+// error, after its retries) ends the run with that error, naming the
+// kind or floor; the kind's Conn is closed first.
 func Cycles(ctx context.Context, srv *Server, kinds []Kind, floors []string, n int, read bool, w io.Writer) error {
 	if n < 1 {
 		return fmt.Errorf("cycles: n must be at least 1, got %d", n)
@@ -108,8 +111,7 @@ func kindCycles(ctx context.Context, srv *Server, k Kind, n int, read bool, w io
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(w, "%s: %d cycles in %v\n", name, n, d.Round(time.Millisecond))
-	return err
+	return ranCycles(w, name, n, d)
 }
 
 // floorRun runs n cycles of the floor called name.
@@ -125,8 +127,7 @@ func floorRun(ctx context.Context, srv *Server, name string, n int, w io.Writer)
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(w, "%s: %d cycles in %v\n", name, n, d.Round(time.Millisecond))
-	return err
+	return ranCycles(w, name, n, d)
 }
 
 // timeCycles calls cycle n times, and returns how long that took or the
@@ -139,6 +140,12 @@ func timeCycles(n int, cycle func() error) (time.Duration, error) {
 		}
 	}
 	return time.Since(start), nil
+}
+
+// ranCycles writes the line that says n cycles of name ran in d.
+func ranCycles(w io.Writer, name string, n int, d time.Duration) error {
+	_, err := fmt.Fprintf(w, "%s: %d cycles in %v\n", name, n, d.Round(time.Millisecond))
+	return err
 }
 
 // cyclesArgs are the command line's flags for -cycles.

@@ -209,6 +209,40 @@ func TestFIFO(t *testing.T) {
 	})
 }
 
+// TestCampaignAtHead: a queued candidate that finds the leadership gone
+// (ended without a script knowing) leads by its own attempt, and nothing
+// of its wait is left behind: no queue entry, no deadline, no value.
+func TestCampaignAtHead(t *testing.T) {
+	redistest.Parallel(t)
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := testCtx(t)
+		c := newClient(t, s)
+		name := redistest.Name(t)
+		leader := election.New(c, name, hb)
+		require.NoError(t, leader.Campaign(ctx, "first"))
+		next := election.New(c, name, hb)
+		done := make(chan error, 1)
+		go func() { done <- next.Campaign(ctx, "next") }()
+		waitQueued(t, s, name, 1)
+		rdb := s.Client(t)
+		require.Equal(t, int64(1), rdb.Del(ctx, base(name)).Val())
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(5 * time.Second):
+			t.Fatal("the candidate at the head never led")
+		}
+		for _, k := range []string{":queue", ":timeouts", ":values"} {
+			assert.Zero(t, rdb.Exists(ctx, base(name)+k).Val(), "%s left after the head's campaign", k)
+		}
+		l, err := leader.Leader(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, "next", l.Value)
+		require.NoError(t, next.Resign(ctx))
+		assertOnlyCounter(t, s, name, 2*lease)
+	})
+}
+
 // TestCampaignCtxEnd: a candidate whose ctx ends gets an error matching
 // relock.ErrNotObtained and ctx.Err(), and leaves nothing behind: no queue
 // entry, no value, no subscription, no goroutine.

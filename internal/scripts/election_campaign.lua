@@ -58,12 +58,16 @@ if redis.call('EXISTS', lk) == 0 then
     e_grant(head, prefix, ttl)
     logged = true
   else
+    -- Without a live head the queue is empty (q_head dropped the dead
+    -- entries with their values), so the caller has no entry to remove.
     if head then
       q_remove(qk, tk, head)
       e_forget(head)
+      if head ~= mine then
+        q_remove(qk, tk, mine)
+        redis.call('HDEL', vk, wait)
+      end
     end
-    q_remove(qk, tk, mine)
-    redis.call('HDEL', vk, wait)
     local term = e_lead(ttl, tok, wait, ARGV[11], lease)
     e_publish(obs)
     remember(KEYS[3], ARGV[3], term, ARGV[4])

@@ -86,3 +86,8 @@ func TestWaitUnreachable(t *testing.T) {
 	redistest.Parallel(t)
 	locktest.WaitUnreachable(t, kind)
 }
+
+func TestStaleRenewal(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.StaleRenewal(t, kind)
+}

@@ -91,3 +91,13 @@ func TestWaitUnreachable(t *testing.T) {
 	redistest.Parallel(t)
 	locktest.WaitUnreachable(t, kind)
 }
+
+func TestReentryShorterLease(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ReentryShorterLease(t, kind)
+}
+
+func TestStaleRenewal(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.StaleRenewal(t, kind)
+}

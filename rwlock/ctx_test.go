@@ -91,3 +91,13 @@ func TestWaitUnreachable(t *testing.T) {
 	redistest.Parallel(t)
 	sides(t, locktest.WaitUnreachable)
 }
+
+func TestReentryShorterLease(t *testing.T) {
+	redistest.Parallel(t)
+	sides(t, locktest.ReentryShorterLease)
+}
+
+func TestStaleRenewal(t *testing.T) {
+	redistest.Parallel(t)
+	sides(t, locktest.StaleRenewal)
+}

@@ -125,3 +125,17 @@ func TestWaitUnreachable(t *testing.T) {
 	redistest.Parallel(t)
 	locktest.WaitUnreachable(t, sem1)
 }
+
+// TestReentryShorterLease: a handle that holds a permit acquires one more
+// with a shorter lease; its permits keep the longer one.
+func TestReentryShorterLease(t *testing.T) {
+	redistest.Parallel(t)
+	k := sem2
+	k.KeepsLonger = true
+	locktest.ReentryShorterLease(t, k)
+}
+
+func TestStaleRenewal(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.StaleRenewal(t, sem1)
+}

@@ -155,9 +155,11 @@ func (s *Semaphore) Acquire(ctx context.Context, n int) error { return s.acquire
 
 // AcquireFor is Acquire for permits with a lease of their own: when the
 // handle holds none yet, its permits get a fixed lease, which the watchdog
-// does not renew (as relock.WithLease, for this hold only); otherwise it
-// sets the lease of the handle's permits as Extend does. All of a handle's
-// permits share one lease. lease must lie in [10ms, 7 days].
+// does not renew (as relock.WithLease, for this hold only); otherwise the
+// lease of the handle's permits becomes at least lease from now: unlike
+// Extend, and unlike a re-entry's LockFor on the other lock types, it
+// never shortens a longer lease they have. All of a handle's permits
+// share one lease. lease must lie in [10ms, 7 days].
 func (s *Semaphore) AcquireFor(ctx context.Context, n int, lease time.Duration) error {
 	return s.acquire(ctx, n, lease, true)
 }

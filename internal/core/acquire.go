@@ -123,6 +123,9 @@ func (c *call) request() *Request {
 // Attempt is one acquire attempt (Waiter).
 func (c *call) Attempt(ctx context.Context) (bool, time.Duration, error) {
 	h := c.h
+	if err := h.settleRenewals(ctx); err != nil {
+		return false, 0, err
+	}
 	h.mu.Lock()
 	defer h.unlock()
 	if h.Cfg.SyncReplicas > 0 {
@@ -157,6 +160,7 @@ func (c *call) Attempt(ctx context.Context) (bool, time.Duration, error) {
 	}
 	if err != nil {
 		if !IsRedisError(err) {
+			h.capLocked(r, start)
 			h.abortLocked(ctx, r)
 		}
 		if gerr := lockerr.CtxGaveUp(ctx); gerr != nil {
@@ -186,12 +190,14 @@ func (c *call) Attempt(ctx context.Context) (bool, time.Duration, error) {
 			// Granted after the caller's ctx ended (go-redis does not
 			// interrupt a command on ctx end unless told to) or the
 			// client closed: give it back, as x/sync's semaphore does.
+			h.capLocked(r, start)
 			h.abortLocked(ctx, r)
 			return false, 0, gerr
 		}
 		if h.Cfg.SyncReplicas > 0 {
 			if err := h.waitReplicas(ctx); err != nil {
 				// Not safe against a failover yet: given back at once.
+				h.capLocked(r, start)
 				h.abortLocked(ctx, r)
 				return false, 0, h.errorf(c.op, err)
 			}
@@ -216,6 +222,30 @@ func (c *call) Attempt(ctx context.Context) (bool, time.Duration, error) {
 		c.refusedUs = res[2]
 	}
 	return false, time.Duration(res[1]) * time.Millisecond, nil
+}
+
+// settleRenewals waits, before an attempt at a new hold, until no renewal
+// of the handle's last hold is in flight (watchdog.Settle): one sent
+// before that hold's release could otherwise run after the new hold's
+// acquire and give it the watchdog's lease. It returns an error matching
+// lockerr.NotObtained and ctx.Err() if ctx ends first.
+func (h *Holder) settleRenewals(ctx context.Context) error {
+	h.mu.Lock()
+	last := h.last
+	if !h.held.Zero() {
+		last = nil // a re-entry: its hold is the one renewed
+	}
+	h.mu.Unlock()
+	if last == nil {
+		return nil
+	}
+	if err := h.E.WD.Settle(ctx, last); err != nil {
+		if gerr := lockerr.CtxGaveUp(ctx); gerr != nil {
+			return gerr
+		}
+		return err
+	}
+	return nil
 }
 
 // gaveUp returns why a grant must not be taken: the caller's ctx ended or
@@ -298,14 +328,42 @@ func (h *Holder) grantedLocked(r *Request, c *call, start time.Time, fence int64
 	h.lease, h.ending = r.Lease, false
 	h.needLocked(h.held)
 	var lost bool
-	if claim > 0 {
+	switch {
+	case claim > 0:
 		lost = h.E.WD.Claim(h.hold, start, claim, h.lease, h.watched)
-	} else {
-		// A grant (new or re-entered) set the lease to its full length.
+	case h.setsLease(r):
+		// The local deadline follows the lease the re-entry set exactly
+		// (Add would only ever move it later, and a shorter lease would
+		// run out at Redis while the handle still counted on the old
+		// one).
+		lost = h.E.WD.Extend(h.hold, start, h.lease)
+	default:
+		// A new grant set the lease to its full length; so did a
+		// re-entry of a watched hold, or a semaphore's, whose permits
+		// keep a longer lease they had (sem_live).
 		lost = h.E.WD.Add(h.hold, start, h.lease, h.watched)
 	}
 	if lost {
 		h.lostLocked(lockerr.ClosedLoss)
+	}
+}
+
+// setsLease reports whether acquire r is a re-entry of a hold with a fixed
+// lease that sets that lease at Redis to r.Lease, shorter or longer, as
+// Extend does: every lock type's but a semaphore's, whose permits keep a
+// longer lease they have (sem_live).
+func (h *Holder) setsLease(r *Request) bool {
+	return !r.Held.Zero() && !r.Watched && h.watchKind != watchdog.KindSemaphore
+}
+
+// capLocked follows acquire r, sent at start, that may have run at Redis
+// but is not counted (its outcome unknown, or its grant given back: an
+// abort undoes a re-entry's count, not the lease it set): a re-entry that
+// sets the lease (setsLease) may have shortened it there, so the hold's
+// local deadline is at most what that lease allows.
+func (h *Holder) capLocked(r *Request, start time.Time) {
+	if h.setsLease(r) {
+		h.E.WD.Cap(h.hold, start.Add(r.Lease-watchdog.Drift(r.Lease)))
 	}
 }
 

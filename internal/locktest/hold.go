@@ -571,6 +571,116 @@ func LockFor(t *testing.T, k Kind) {
 	})
 }
 
+// ReentryShorterLease: a handle whose hold has a fixed lease locks again
+// with a shorter one (LockFor). Whatever lease Redis keeps then, the
+// handle never holds the lock while another handle does: once another
+// takes it, the first reports its hold lost. The reentrant, fair and
+// read/write locks set the lease asked for (as Extend does), so another
+// handle takes the lock once it ran out; a semaphore's permits keep the
+// longer lease (Kind.KeepsLonger). The same holds when the re-entry ran
+// at Redis but was given back, its caller's ctx ended while its reply was
+// on its way (gaveUp): the abort gives back its count, not the lease it
+// set.
+func ReentryShorterLease(t *testing.T, k Kind) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		reentryShorterLease(t, s, k, false)
+		if !k.KeepsLonger { // a semaphore's given-back permit is free at once
+			reentryShorterLease(t, s, k, true)
+		}
+	})
+}
+
+func reentryShorterLease(t *testing.T, s *redistest.Server, k Kind, gaveUp bool) {
+	ctx := testCtx(t)
+	c, rdb := redistest.NewClient(t, s)
+	late := &lateReply{match: func(cmd redis.Cmder) bool { return redistest.IsScript(cmd.Name()) && !renewal(cmd) },
+		holding: make(chan struct{})}
+	redistest.AddHook(rdb, late)
+	name := redistest.Name(t)
+	h, other := k.New(c, name), k.waiter(c, name)
+	require.NoError(t, h.LockFor(ctx, 10*time.Second))
+	if gaveUp {
+		rctx, cancel := context.WithCancel(ctx)
+		release := make(chan struct{})
+		late.hold(release)
+		go func() {
+			select {
+			case <-late.holding:
+			case <-time.After(5 * time.Second):
+			}
+			cancel()
+			close(release)
+		}()
+		require.ErrorIs(t, h.LockFor(rctx, 500*time.Millisecond), context.Canceled)
+		late.hold(nil)
+		require.True(t, h.Held(), "the outer hold, after the re-entry was given back")
+	} else {
+		require.NoError(t, h.LockFor(ctx, 500*time.Millisecond))
+	}
+	{
+		octx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		err := other.Lock(octx)
+		cancel()
+		if k.KeepsLonger {
+			require.ErrorIs(t, err, context.DeadlineExceeded, "taken while the longer lease lasts")
+			assert.True(t, h.Held(), "the hold of the longer lease, declared lost")
+			require.NoError(t, h.Unlock(ctx))
+			require.NoError(t, h.Unlock(ctx))
+			assert.False(t, h.Held())
+			return
+		}
+		require.NoError(t, err, "the next owner, once the re-entry's lease ran out")
+	}
+	assert.False(t, h.Held(), "this handle holds the lock while another does")
+	assert.ErrorIs(t, h.LostErr(), relock.ErrLeaseExpired)
+	assert.ErrorIs(t, h.Unlock(ctx), relock.ErrNotHeld)
+	require.NoError(t, other.Unlock(ctx))
+}
+
+// StaleRenewal: a renewal of a handle's hold that is on its way when the
+// handle releases it does not reach the handle's next hold: the next
+// acquire waits for it (its owner check knows only the owner token, and
+// would give the next hold, here a short fixed lease, the watchdog's
+// lease: the lock would stay held after the handle declared it lost).
+func StaleRenewal(t *testing.T, k Kind) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := testCtx(t)
+		c, rdb := redistest.NewClient(t, s, relock.WithWatchdogTimeout(3*time.Second))
+		held := newHeldRenewal()
+		redistest.AddHook(rdb, held)
+		name := redistest.Name(t)
+		h, other := k.New(c, name), k.waiter(c, name)
+		require.NoError(t, h.Lock(ctx))
+		held.armed.Store(true)
+		select {
+		case <-held.holding:
+		case <-time.After(3 * time.Second):
+			t.Fatal("no renewal was sent")
+		}
+		require.NoError(t, h.Unlock(ctx))
+		locked := make(chan error, 1)
+		go func() { locked <- h.LockFor(ctx, 300*time.Millisecond) }()
+		var err error
+		select {
+		case err = <-locked:
+			t.Errorf("the next hold was asked for (%v) while a renewal of the last was on its way", err)
+			close(held.release)
+		case <-time.After(100 * time.Millisecond):
+			close(held.release)
+			err = <-locked
+		}
+		require.NoError(t, err)
+		<-held.landed
+		octx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		require.NoError(t, other.Lock(octx), "the next owner, once the fixed lease ran out")
+		assert.False(t, h.Held())
+		assert.ErrorIs(t, h.LostErr(), relock.ErrLeaseExpired)
+		require.NoError(t, other.Unlock(ctx))
+	})
+}
+
 // deleteLock deletes every key of the lock called name but its fencing
 // counter, as an operator (or a FLUSH, or a failover that lost them)
 // would: its holders' holds are gone.

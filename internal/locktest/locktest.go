@@ -58,6 +58,10 @@ type Kind struct {
 	Key func(name string) string
 	// Reentrant says whether the holding handle may lock again.
 	Reentrant bool
+	// KeepsLonger says that a handle's new acquire asking for a shorter
+	// lease than its hold has leaves the longer one at Redis (a
+	// semaphore's permits), where the other types set the one asked for.
+	KeepsLonger bool
 	// Type is the lock type's name in events ("mutex"...); Mode is the
 	// events' Mode for this side ("read"/"write" for an rwlock).
 	Type, Mode string

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -105,4 +106,44 @@ func (l *lateReply) matches(cmd redis.Cmder) bool {
 
 func (l *lateReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
+}
+
+// heldRenewal is a go-redis hook that, once armed, holds back the first
+// renewal sent (a pipeline of renewals on a single server, a renewal
+// command on a Cluster) before it reaches Redis, until release is closed:
+// a renewal on its way.
+type heldRenewal struct {
+	armed   atomic.Bool
+	holding chan struct{} // closed when it holds one back
+	release chan struct{}
+	landed  chan struct{} // closed when the one held back has its reply
+}
+
+func newHeldRenewal() *heldRenewal {
+	return &heldRenewal{holding: make(chan struct{}), release: make(chan struct{}), landed: make(chan struct{})}
+}
+
+// send sends (calls send) a command or pipeline that is a renewal or not.
+func (l *heldRenewal) send(renewing bool, send func() error) error {
+	if !renewing || !l.armed.CompareAndSwap(true, false) {
+		return send()
+	}
+	close(l.holding)
+	<-l.release
+	defer close(l.landed)
+	return send()
+}
+
+func (l *heldRenewal) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (l *heldRenewal) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		return l.send(renewal(cmd), func() error { return next(ctx, cmd) })
+	}
+}
+
+func (l *heldRenewal) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		return l.send(anyRenewal(cmds), func() error { return next(ctx, cmds) })
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -116,6 +117,11 @@ type Hold struct {
 	// Absent, which a migrating slot refuses at both masters: only a
 	// settled master's answer decides (see Watchdog.renewAll).
 	suspect bool
+
+	// flights counts the renewals of the hold that were picked to be
+	// sent (under Watchdog.mu) and whose outcome is not in yet (see
+	// Settle).
+	flights atomic.Int32
 }
 
 // NewHold returns a hold for the owner token on key, not yet watched.
@@ -145,6 +151,9 @@ type Watchdog struct {
 	claims   map[*Hold]struct{} // the holds with a claim due (h.claim)
 	closed   bool
 	lostNews []*Hold // lost under mu, OnLost still to call (see unlock)
+	// landed is closed, and replaced, whenever renewals in flight land
+	// (see Settle).
+	landed chan struct{}
 
 	// ctx is cancelled by Close, so that a round in flight sends no more
 	// retries (go-redis honours a context between attempts, and within
@@ -188,6 +197,7 @@ func New(rdb redis.UniversalClient, lease time.Duration, sr *scripts.Runner, onR
 		onRoundFailed: onRoundFailed,
 		holds:         make(map[*Hold]struct{}),
 		claims:        make(map[*Hold]struct{}),
+		landed:        make(chan struct{}),
 		kick:          make(chan struct{}, 1),
 		retry:         make(chan struct{}, 1),
 		stop:          make(chan struct{}),
@@ -202,8 +212,9 @@ func (w *Watchdog) Lease() time.Duration { return w.lease }
 
 // Add watches h, whose acquire was sent at start with the given lease. With
 // renew, the watchdog renews it to that lease (normally its own, Lease)
-// every period from now on; without, it only declares it lost at
-// start+lease-Drift(lease). Adding a hold that is
+// every period from now on, and once soon if less than two periods of it
+// are left (an acquire long on its way); without, it only declares it
+// lost at start+lease-Drift(lease). Adding a hold that is
 // already watched moves its deadline (a re-entry that reset the lease).
 // On a closed watchdog it declares h lost instead, like Lose, and reports
 // true.
@@ -223,6 +234,16 @@ func (w *Watchdog) Add(h *Hold, start time.Time, lease time.Duration, renew bool
 	h.active, h.renew, h.lease, h.lapsed = true, renew, lease, false
 	w.holds[h] = struct{}{}
 	w.setDeadlineLocked(h, deadline)
+	if left := time.Until(deadline); renew && !h.claim && left < 2*w.period {
+		// A grant that was long on its way (an attempt sent before a
+		// server restart or a failover, answered after it) has less of
+		// its lease left than the rounds need to come by: the next one
+		// may start after its deadline. One renewal goes soon, as a
+		// claim's does.
+		h.claim = true
+		w.claims[h] = struct{}{}
+		w.armClaimLocked(h, max(left/2, 0))
+	}
 	return false
 }
 
@@ -393,6 +414,53 @@ func (w *Watchdog) Remove(h *Hold) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.removeLocked(h)
+}
+
+// Settle waits until no renewal of h is in flight: one picked before h
+// was removed may still reach Redis, and its owner check knows only the
+// owner token, so it would extend the owner's next hold of the same lock
+// to the watchdog's lease (a handle's next Lock after its Unlock). A
+// handle settles its last hold's renewals before it asks for a new hold.
+// Settle returns ctx's error if ctx ends first; with nothing in flight
+// (almost always) it returns at once. A renewal in flight ends within its
+// round's timeout, on an unreachable Redis too.
+func (w *Watchdog) Settle(ctx context.Context, h *Hold) error {
+	for h.flights.Load() > 0 {
+		w.mu.Lock()
+		landed, flying := w.landed, h.flights.Load() > 0
+		w.mu.Unlock()
+		if !flying {
+			return nil
+		}
+		select {
+		case <-landed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// boardLocked counts a renewal of each hold of holds in flight (Settle).
+func boardLocked(holds []*Hold) {
+	for _, h := range holds {
+		h.flights.Add(1)
+	}
+}
+
+// land counts the renewals of batches, boarded before they were sent, as
+// landed: their outcome is in (or they failed), so none can reach Redis
+// any more.
+func (w *Watchdog) land(batches [][]*Hold) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, b := range batches {
+		for _, h := range b {
+			h.flights.Add(-1)
+		}
+	}
+	close(w.landed)
+	w.landed = make(chan struct{})
 }
 
 // Lose declares h lost because of cause (the owner learned it from Redis).
@@ -635,6 +703,8 @@ func (w *Watchdog) round(claimsOnly bool) bool {
 			latest = h.deadline
 		}
 	}
+	boardLocked(synced)
+	boardLocked(plain)
 	w.mu.Unlock()
 	if len(synced) > 0 {
 		go w.renewSynced(now, group(synced, w.shardOf), latestSynced)
@@ -642,6 +712,7 @@ func (w *Watchdog) round(claimsOnly bool) bool {
 	if len(plain) == 0 {
 		return true
 	}
+	defer w.land([][]*Hold{plain})
 
 	// A renewal confirmed before a hold's deadline keeps it: a round may
 	// take that long (many holds, a slow server), and at least a period.
@@ -739,6 +810,7 @@ func (w *Watchdog) resendRefused() {
 			}
 		}
 		if len(still) > 0 {
+			boardLocked(still)
 			batches = append(batches, still)
 		}
 	}
@@ -747,6 +819,7 @@ func (w *Watchdog) resendRefused() {
 		r.batches = r.batches[:0]
 		return
 	}
+	defer w.land(batches)
 	ctx, cancel := context.WithTimeout(w.ctx, max(w.period, time.Second, time.Until(latest)))
 	defer cancel()
 	_, batches, cmds := w.renewAll(ctx, time.Now(), batches, false)
@@ -919,6 +992,7 @@ func (w *Watchdog) apply(now time.Time, batches [][]*Hold, cmds []*redis.Cmd, ac
 // not). It gives up at the latest deadline of the holds, after which
 // they are lost anyway. A failure asks the loop for a retry soon.
 func (w *Watchdog) renewSynced(now time.Time, batches [][]*Hold, latest time.Time) {
+	defer w.land(batches)
 	ctx, cancel := context.WithTimeout(w.ctx, max(w.period, time.Second, time.Until(latest)))
 	defer cancel()
 	cmds := make([]*redis.Cmd, len(batches))

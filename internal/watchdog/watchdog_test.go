@@ -215,6 +215,34 @@ func TestLostHoldStaysLost(t *testing.T) {
 	})
 }
 
+// TestLateGrantRenewedSoon: a hold whose acquire was long on its way (sent
+// before a server restart, answered after it) has less of its lease left
+// than the next round may take to come: it is renewed at once, not lost
+// while Redis answers.
+func TestLateGrantRenewedSoon(t *testing.T) {
+	redistest.Parallel(t)
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := context.Background()
+		const lease = 3 * time.Second
+		rdb := s.Client(t)
+		w := watchdog.New(rdb, lease, nil, nil)
+		t.Cleanup(w.Close)
+		key := "relock:mutex:{" + redistest.Name(t) + "}"
+		require.NoError(t, rdb.Set(ctx, key, "token", lease).Err())
+		// Let the first round go by, so that the next is a period away.
+		time.Sleep(lease/3 + 100*time.Millisecond)
+		h := watchdog.NewHold(key, watchdog.KindString, "token")
+		// Sent 2.7 s ago: 240 ms of the lease are left locally.
+		start := time.Now().Add(-lease + 300*time.Millisecond)
+		require.NoError(t, rdb.PExpire(ctx, key, 300*time.Millisecond).Err())
+		require.False(t, w.Add(h, start, lease, true))
+		time.Sleep(500 * time.Millisecond)
+		assert.NoError(t, w.Err(h), "lost before the next round")
+		assert.Greater(t, rdb.PTTL(ctx, key).Val(), time.Second, "not renewed")
+		w.Remove(h)
+	})
+}
+
 // Gone declares a hold past its local deadline whose timer has not fired
 // (a timer fires late on a starved process) quietly: once, with the loss
 // the timer would have declared, Lost closed and OnLost not called; and

@@ -37,7 +37,7 @@ import (
 // of a semaphore, its Locker(n).
 func Do(ctx context.Context, l Locker, fn func(ctx context.Context) error) (err error) {
 	if isNilLocker(l) || fn == nil {
-		return fmt.Errorf("relock: do: %w: nil lock or function", lockerr.InvalidOption)
+		return fmt.Errorf("do: %w: nil lock or function", lockerr.InvalidOption)
 	}
 	if err := l.Lock(ctx); err != nil {
 		return err

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -28,11 +30,30 @@ func TestMetadata(t *testing.T) {
 		require.NoError(t, sem.Acquire(ctx, 2))
 		t.Cleanup(func() { _ = sem.Release(ctx, 2) })
 
+		// Waiters with metadata, queued behind them.
+		wctx, cancel := context.WithCancel(ctx)
+		var waiting sync.WaitGroup
+		mw := mutex.New(c, name, relock.WithMetadata("queued-a"))
+		sw := semaphore.New(c, name, 3, relock.WithMetadata("queued-b"))
+		waiting.Add(2)
+		go func() { defer waiting.Done(); _ = mw.Lock(wctx) }()
+		go func() { defer waiting.Done(); _ = sw.Acquire(wctx, 2) }()
+		t.Cleanup(func() { cancel(); waiting.Wait() })
+		rdb := s.Client(t)
+		require.Eventually(t, func() bool {
+			return rdb.ZCard(ctx, "relock:mutex:{"+name+"}:queue").Val() == 1 &&
+				rdb.ZCard(ctx, "relock:semaphore:{"+name+"}:queue").Val() == 1
+		}, 5*time.Second, 5*time.Millisecond, "the waiters never queued")
+
 		text := relockCmd(t, "", "-redis", redisURL(s), "inspect", name)
 		require.Equal(t, 0, text.code, text.stderr)
 		assert.Regexp(t, `(?m)^  OWNER +HOLDS +METADATA$`, text.stdout)
 		assert.Regexp(t, `(?m)^  `+m.Fingerprint()+` +1 +"web-3 pid 4711"$`, text.stdout)
 		assert.Regexp(t, `(?m)^  `+sem.Fingerprint()+` +2 +\S+ +worker-b$`, text.stdout)
+		assert.Regexp(t, `(?m)^  QUEUE +WAITER +ALIVE +METADATA$`, text.stdout)
+		assert.Regexp(t, `(?m)^  1 +`+mw.Fingerprint()+` +\S+ +queued-a$`, text.stdout)
+		assert.Regexp(t, `(?m)^  QUEUE +WAITER +WANTS +ALIVE +METADATA$`, text.stdout)
+		assert.Regexp(t, `(?m)^  1 +`+sw.Fingerprint()+` +2 +\S+ +queued-b$`, text.stdout)
 
 		list := relockCmd(t, "", "-redis", redisURL(s), "list", name)
 		require.Equal(t, 0, list.code, list.stderr)

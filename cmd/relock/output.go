@@ -131,13 +131,7 @@ func writeDetails(w io.Writer, locks []inspect.Lock) error {
 		fmt.Fprintln(w, head)
 		if len(l.Owners) > 0 {
 			t := table(w)
-			// A METADATA column only when some owner gave metadata.
-			mh, mv := "", func(string) string { return "" }
-			for _, o := range l.Owners {
-				if o.Metadata != "" {
-					mh, mv = "\tMETADATA", func(m string) string { return "\t" + displayName(m) }
-				}
-			}
+			mh, mv := metaColumn(l.Owners, func(o inspect.Owner) string { return o.Metadata })
 			switch l.Kind {
 			case "rwlock":
 				fmt.Fprintln(t, "  OWNER\tREAD\tWRITE\tEXPIRES"+mh)
@@ -166,11 +160,12 @@ func writeDetails(w io.Writer, locks []inspect.Lock) error {
 		}
 		if len(l.Queue) > 0 {
 			t := table(w)
+			mh, mv := metaColumn(l.Queue, func(q inspect.Waiter) string { return q.Metadata })
 			switch l.Kind {
 			case "semaphore":
-				fmt.Fprintln(t, "  QUEUE\tWAITER\tWANTS\tALIVE")
+				fmt.Fprintln(t, "  QUEUE\tWAITER\tWANTS\tALIVE"+mh)
 				for i, q := range l.Queue {
-					fmt.Fprintf(t, "  %d\t%s\t%d\t%s\n", i+1, q.Fingerprint, q.Count, aliveString(q.Alive))
+					fmt.Fprintf(t, "  %d\t%s\t%d\t%s%s\n", i+1, q.Fingerprint, q.Count, aliveString(q.Alive), mv(q.Metadata))
 				}
 			case "election":
 				fmt.Fprintln(t, "  QUEUE\tCANDIDATE\tALIVE\tVALUE")
@@ -178,9 +173,9 @@ func writeDetails(w io.Writer, locks []inspect.Lock) error {
 					fmt.Fprintf(t, "  %d\t%s\t%s\t%s\n", i+1, q.Fingerprint, aliveString(q.Alive), shortValue(q.Metadata))
 				}
 			default:
-				fmt.Fprintln(t, "  QUEUE\tWAITER\tALIVE")
+				fmt.Fprintln(t, "  QUEUE\tWAITER\tALIVE"+mh)
 				for i, q := range l.Queue {
-					fmt.Fprintf(t, "  %d\t%s\t%s\n", i+1, q.Fingerprint, aliveString(q.Alive))
+					fmt.Fprintf(t, "  %d\t%s\t%s%s\n", i+1, q.Fingerprint, aliveString(q.Alive), mv(q.Metadata))
 				}
 			}
 			if err := t.Flush(); err != nil {
@@ -311,4 +306,16 @@ func aliveString(d time.Duration) string {
 		return "expired"
 	}
 	return ttlString(d)
+}
+
+// metaColumn returns the header and the cells of a METADATA column of
+// rows, both empty unless some row's metadata (meta) is not: the column is
+// shown only when some owner or waiter gave metadata.
+func metaColumn[T any](rows []T, meta func(T) string) (string, func(string) string) {
+	for _, r := range rows {
+		if meta(r) != "" {
+			return "\tMETADATA", func(m string) string { return "\t" + displayName(m) }
+		}
+	}
+	return "", func(string) string { return "" }
 }

@@ -115,6 +115,8 @@ returns from Fingerprint() and its logs show as owner=...; never the token).
                 of their heartbeat, relock.WithHeartbeat, default 5s);
                 "expired": its process is gone, and the waiter is dropped
                 when it reaches the head of the queue
+  METADATA      what an owner or waiter gave with relock.WithMetadata
+                (shown only when some did)
 `
 
 // usageError is a mistake on the command line (exit status 2).

@@ -40,6 +40,9 @@ a semaphore of N), then starts COMMAND in a process group of its own, with
 stdin, stdout and stderr passed through, RELOCK_NAME=NAME and
 RELOCK_FENCE=<the hold's fencing token> (empty with -n N: a semaphore has no
 fencing token) in its environment, and releases the lock when it exits.
+The fencing token's counter, relock:mutex:{NAME}:fence, is a key without
+TTL that stays after the run (it must outlive every hold to keep
+increasing): one small key per NAME ever run, deleted only by hand.
 Every run of one NAME must use the same -n. The hold's metadata, which
 relock inspect shows, is "relock run on HOST pid PID: PROGRAM" (COMMAND's
 program name, not its arguments). A run that has waited a second for a

@@ -91,3 +91,8 @@ func TestStaleRenewal(t *testing.T) {
 	redistest.Parallel(t)
 	locktest.StaleRenewal(t, kind)
 }
+
+func TestObserverRelocks(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ObserverRelocks(t, kind)
+}

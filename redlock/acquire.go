@@ -52,6 +52,25 @@ func (m *Mutex) attempt(ctx context.Context, c *call) (result, error) {
 	c.tries++
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	// A renewal of the last hold on its way to a master could reach the
+	// new hold there (its owner check knows only the token) and give it
+	// that master's watchdog lease: wait for it (watchdog.Settle), without
+	// m.mu, and check again.
+	for m.cur == nil {
+		part, wd := m.flying()
+		if part == nil {
+			break
+		}
+		m.mu.Unlock()
+		err := wd.Settle(ctx, part)
+		m.mu.Lock()
+		if err != nil {
+			if gerr := lockerr.CtxGaveUp(ctx); gerr != nil {
+				err = gerr
+			}
+			return result{}, m.errorf(c.op, err)
+		}
+	}
 	if h := m.cur; h != nil {
 		if err := h.Err(); err != nil {
 			return result{}, m.errorf(c.op, fmt.Errorf("%w; unlock it before locking again", err))

@@ -82,6 +82,23 @@ func (m *Mutex) newHold(start time.Time, req string, state []int, fixed time.Dur
 	return h
 }
 
+// flying returns a part of the handle's last hold whose renewal is in
+// flight, with its master's watchdog, or nil.
+func (m *Mutex) flying() (*watchdog.Hold, *watchdog.Watchdog) {
+	h := m.last.Load()
+	if h == nil {
+		return nil, nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, w := range h.wd {
+		if w != nil && w.Flying() {
+			return w, m.owners[i].E.WD
+		}
+	}
+	return nil, nil
+}
+
 // watchLocked makes master i's grant, whose lease there is lease (from
 // h.start), part of the hold and has its Client watchdog watch it. The
 // caller holds h.mu.

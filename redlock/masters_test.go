@@ -202,10 +202,20 @@ func (ms masters) real() bool { return ms[0].mini == nil }
 // than a short attempt timeout).
 func (ms masters) clients(t testing.TB, opts ...relock.Option) []*relock.Client {
 	t.Helper()
+	return ms.clientsWith(t, nil, opts...)
+}
+
+// clientsWith is clients with hooks[i], if set, on master i's go-redis
+// client.
+func (ms masters) clientsWith(t testing.TB, hooks []redis.Hook, opts ...relock.Option) []*relock.Client {
+	t.Helper()
 	var cs []*relock.Client
-	for _, m := range ms {
+	for i, m := range ms {
 		rdb := redis.NewClient(&redis.Options{Addr: m.addr, DialTimeout: 500 * time.Millisecond,
 			ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond})
+		if i < len(hooks) && hooks[i] != nil {
+			rdb.AddHook(hooks[i])
+		}
 		_ = rdb.Ping(context.Background()).Err()
 		c := relock.New(rdb, opts...)
 		t.Cleanup(func() {

@@ -101,3 +101,8 @@ func TestStaleRenewal(t *testing.T) {
 	redistest.Parallel(t)
 	sides(t, locktest.StaleRenewal)
 }
+
+func TestObserverRelocks(t *testing.T) {
+	redistest.Parallel(t)
+	sides(t, locktest.ObserverRelocks)
+}

@@ -139,3 +139,8 @@ func TestStaleRenewal(t *testing.T) {
 	redistest.Parallel(t)
 	locktest.StaleRenewal(t, sem1)
 }
+
+func TestObserverRelocks(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.ObserverRelocks(t, sem1)
+}

@@ -123,10 +123,9 @@ func (c *call) request() *Request {
 // Attempt is one acquire attempt (Waiter).
 func (c *call) Attempt(ctx context.Context) (bool, time.Duration, error) {
 	h := c.h
-	if err := h.settleRenewals(ctx); err != nil {
+	if err := h.lockSettled(ctx); err != nil {
 		return false, 0, err
 	}
-	h.mu.Lock()
 	defer h.unlock()
 	if h.Cfg.SyncReplicas > 0 {
 		// The acquire and its WAIT go over one connection.
@@ -224,26 +223,26 @@ func (c *call) Attempt(ctx context.Context) (bool, time.Duration, error) {
 	return false, time.Duration(res[1]) * time.Millisecond, nil
 }
 
-// settleRenewals waits, before an attempt at a new hold, until no renewal
-// of the handle's last hold is in flight (watchdog.Settle): one sent
-// before that hold's release could otherwise run after the new hold's
-// acquire and give it the watchdog's lease. It returns an error matching
-// lockerr.NotObtained and ctx.Err() if ctx ends first.
-func (h *Holder) settleRenewals(ctx context.Context) error {
+// lockSettled locks h.mu once no renewal of the handle's last hold is in
+// flight, if the handle holds nothing (an attempt at a new hold; a
+// re-entry's hold is the one renewed): one sent before that hold's
+// release could otherwise run after the new hold's acquire and give it
+// the watchdog's lease (watchdog.Settle). It checks again each time it
+// has the lock, as another goroutine's release may end a hold meanwhile.
+// If ctx ends first it returns an error matching lockerr.NotObtained and
+// ctx.Err(), without h.mu.
+func (h *Holder) lockSettled(ctx context.Context) error {
 	h.mu.Lock()
-	last := h.last
-	if !h.held.Zero() {
-		last = nil // a re-entry: its hold is the one renewed
-	}
-	h.mu.Unlock()
-	if last == nil {
-		return nil
-	}
-	if err := h.E.WD.Settle(ctx, last); err != nil {
-		if gerr := lockerr.CtxGaveUp(ctx); gerr != nil {
-			return gerr
+	for h.held.Zero() && h.last != nil && h.last.Flying() {
+		last := h.last
+		h.mu.Unlock()
+		if err := h.E.WD.Settle(ctx, last); err != nil {
+			if gerr := lockerr.CtxGaveUp(ctx); gerr != nil {
+				return gerr
+			}
+			return err
 		}
-		return err
+		h.mu.Lock()
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package locktest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -234,5 +235,53 @@ func ObserverPanics(t *testing.T, k Kind) {
 		assert.Len(t, rec.take(relock.EventAcquired, relock.EventReleased), 4, "the second observer missed events")
 		assert.True(t, strings.Contains(rec.logged(), "observer panicked"), "the panic was not logged")
 		assert.Empty(t, k.Tokens(ctx, s.Admin(t), name), "the lock is left held")
+	})
+}
+
+// ObserverRelocks: an observer told of a loss by the watchdog's own
+// goroutine (a renewal found the lock gone) pays the owed Unlock and
+// locks again at once, as the observers' doc allows; the new attempt does
+// not wait for that goroutine, which must go on renewing the Client's
+// other holds.
+func ObserverRelocks(t *testing.T, k Kind) {
+	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
+		ctx := testCtx(t)
+		name := redistest.Name(t)
+		var h Handle
+		relocked := make(chan error, 1)
+		observe := func(e relock.Event) {
+			if e.Type != relock.EventLost || e.Name != name {
+				return
+			}
+			_ = h.Unlock(ctx) // owed after the loss
+			tctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			defer cancel()
+			start := time.Now()
+			ok, err := h.TryLock(tctx)
+			if err == nil && !ok {
+				err = errors.New("refused")
+			}
+			if err == nil && time.Since(start) > time.Second {
+				err = fmt.Errorf("took %v", time.Since(start))
+			}
+			relocked <- err
+		}
+		c, _ := redistest.NewClient(t, s, relock.WithWatchdogTimeout(time.Second), relock.WithObserver(observe))
+		h = k.New(c, name)
+		bystander := k.New(c, name+".bystander")
+		require.NoError(t, bystander.Lock(ctx))
+		require.NoError(t, h.Lock(ctx))
+		deleteLock(t, s, name)
+		select {
+		case err := <-relocked:
+			require.NoError(t, err, "the observer's TryLock after the loss")
+		case <-time.After(5 * time.Second):
+			t.Fatal("the loss was not observed")
+		}
+		assert.True(t, h.Held())
+		time.Sleep(1500 * time.Millisecond) // past the bystander's first lease
+		assert.True(t, bystander.Held(), "the watchdog stopped renewing the Client's other holds")
+		require.NoError(t, h.Unlock(ctx))
+		require.NoError(t, bystander.Unlock(ctx))
 	})
 }

@@ -647,14 +647,14 @@ func StaleRenewal(t *testing.T, k Kind) {
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
 		ctx := testCtx(t)
 		c, rdb := redistest.NewClient(t, s, relock.WithWatchdogTimeout(3*time.Second))
-		held := newHeldRenewal()
+		held := NewHeldRenewal()
 		redistest.AddHook(rdb, held)
 		name := redistest.Name(t)
 		h, other := k.New(c, name), k.waiter(c, name)
 		require.NoError(t, h.Lock(ctx))
-		held.armed.Store(true)
+		held.Arm()
 		select {
-		case <-held.holding:
+		case <-held.Holding():
 		case <-time.After(3 * time.Second):
 			t.Fatal("no renewal was sent")
 		}
@@ -665,13 +665,13 @@ func StaleRenewal(t *testing.T, k Kind) {
 		select {
 		case err = <-locked:
 			t.Errorf("the next hold was asked for (%v) while a renewal of the last was on its way", err)
-			close(held.release)
+			held.Release()
 		case <-time.After(100 * time.Millisecond):
-			close(held.release)
+			held.Release()
 			err = <-locked
 		}
 		require.NoError(t, err)
-		<-held.landed
+		<-held.Landed()
 		octx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
 		require.NoError(t, other.Lock(octx), "the next owner, once the fixed lease ran out")

@@ -108,23 +108,36 @@ func (l *lateReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 	return next
 }
 
-// heldRenewal is a go-redis hook that, once armed, holds back the first
-// renewal sent (a pipeline of renewals on a single server, a renewal
-// command on a Cluster) before it reaches Redis, until release is closed:
-// a renewal on its way.
-type heldRenewal struct {
+// HeldRenewal is a go-redis hook that, once armed (Arm), holds back the
+// first renewal sent (a pipeline of renewals on a single server, a renewal
+// command on a Cluster) before it reaches Redis, until Release: a renewal
+// on its way.
+type HeldRenewal struct {
 	armed   atomic.Bool
-	holding chan struct{} // closed when it holds one back
+	holding chan struct{}
 	release chan struct{}
-	landed  chan struct{} // closed when the one held back has its reply
+	landed  chan struct{}
 }
 
-func newHeldRenewal() *heldRenewal {
-	return &heldRenewal{holding: make(chan struct{}), release: make(chan struct{}), landed: make(chan struct{})}
+// NewHeldRenewal returns a HeldRenewal, not armed.
+func NewHeldRenewal() *HeldRenewal {
+	return &HeldRenewal{holding: make(chan struct{}), release: make(chan struct{}), landed: make(chan struct{})}
 }
+
+// Arm makes the hook hold back the next renewal.
+func (l *HeldRenewal) Arm() { l.armed.Store(true) }
+
+// Holding is closed once the hook holds a renewal back.
+func (l *HeldRenewal) Holding() <-chan struct{} { return l.holding }
+
+// Release sends the renewal held back (once).
+func (l *HeldRenewal) Release() { close(l.release) }
+
+// Landed is closed once the renewal held back has its reply.
+func (l *HeldRenewal) Landed() <-chan struct{} { return l.landed }
 
 // send sends (calls send) a command or pipeline that is a renewal or not.
-func (l *heldRenewal) send(renewing bool, send func() error) error {
+func (l *HeldRenewal) send(renewing bool, send func() error) error {
 	if !renewing || !l.armed.CompareAndSwap(true, false) {
 		return send()
 	}
@@ -134,15 +147,18 @@ func (l *heldRenewal) send(renewing bool, send func() error) error {
 	return send()
 }
 
-func (l *heldRenewal) DialHook(next redis.DialHook) redis.DialHook { return next }
+// DialHook implements redis.Hook.
+func (l *HeldRenewal) DialHook(next redis.DialHook) redis.DialHook { return next }
 
-func (l *heldRenewal) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+// ProcessHook implements redis.Hook.
+func (l *HeldRenewal) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		return l.send(renewal(cmd), func() error { return next(ctx, cmd) })
 	}
 }
 
-func (l *heldRenewal) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+// ProcessPipelineHook implements redis.Hook.
+func (l *HeldRenewal) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		return l.send(anyRenewal(cmds), func() error { return next(ctx, cmds) })
 	}

@@ -129,6 +129,9 @@ func NewHold(key, kind, token string) *Hold {
 	return &Hold{Key: key, Kind: kind, Token: token, lost: make(chan struct{})}
 }
 
+// Flying reports whether a renewal of h is in flight (see Settle).
+func (h *Hold) Flying() bool { return h.flights.Load() > 0 }
+
 // Lost returns a channel closed when the hold is lost. A hold that ends by
 // Remove (a normal release) is never lost and its channel stays open.
 func (h *Hold) Lost() <-chan struct{} { return h.lost }
@@ -422,12 +425,15 @@ func (w *Watchdog) Remove(h *Hold) {
 // to the watchdog's lease (a handle's next Lock after its Unlock). A
 // handle settles its last hold's renewals before it asks for a new hold.
 // Settle returns ctx's error if ctx ends first; with nothing in flight
-// (almost always) it returns at once. A renewal in flight ends within its
-// round's timeout, on an unreachable Redis too.
+// (almost always) it returns at once. A renewal in flight lands within its
+// round's timeout, on an unreachable Redis too (a round's renewals land
+// together: a slow shard holds up a new hold on another one, during that
+// round only). It may be called from an observer that the watchdog's own
+// goroutine runs: a renewal lands before its outcome is told.
 func (w *Watchdog) Settle(ctx context.Context, h *Hold) error {
-	for h.flights.Load() > 0 {
+	for h.Flying() {
 		w.mu.Lock()
-		landed, flying := w.landed, h.flights.Load() > 0
+		landed, flying := w.landed, h.Flying()
 		w.mu.Unlock()
 		if !flying {
 			return nil
@@ -448,12 +454,11 @@ func boardLocked(holds []*Hold) {
 	}
 }
 
-// land counts the renewals of batches, boarded before they were sent, as
-// landed: their outcome is in (or they failed), so none can reach Redis
-// any more.
-func (w *Watchdog) land(batches [][]*Hold) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+// landLocked counts the renewals of batches, boarded before they were
+// sent, as landed: their outcome is in (or they failed). apply calls it
+// before it tells anyone of a loss, so that an observer that locks again
+// from the watchdog's goroutine does not wait for itself.
+func (w *Watchdog) landLocked(batches [][]*Hold) {
 	for _, b := range batches {
 		for _, h := range b {
 			h.flights.Add(-1)
@@ -461,6 +466,21 @@ func (w *Watchdog) land(batches [][]*Hold) {
 	}
 	close(w.landed)
 	w.landed = make(chan struct{})
+}
+
+// boardActive boards, and returns, those of holds still watched (the
+// suspects asked again: see renewAll).
+func (w *Watchdog) boardActive(holds []*Hold) []*Hold {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var still []*Hold
+	for _, h := range holds {
+		if h.active {
+			still = append(still, h)
+		}
+	}
+	boardLocked(still)
+	return still
 }
 
 // Lose declares h lost because of cause (the owner learned it from Redis).
@@ -712,7 +732,6 @@ func (w *Watchdog) round(claimsOnly bool) bool {
 	if len(plain) == 0 {
 		return true
 	}
-	defer w.land([][]*Hold{plain})
 
 	// A renewal confirmed before a hold's deadline keeps it: a round may
 	// take that long (many holds, a slow server), and at least a period.
@@ -738,7 +757,9 @@ func (w *Watchdog) renewAll(ctx context.Context, now time.Time, batches [][]*Hol
 	cmds := make([]*redis.Cmd, len(batches))
 	w.send(ctx, w.rdb, batches, cmds)
 	ok, suspects := w.apply(now, batches, cmds, nil, report)
-	if len(suspects) == 0 {
+	// Boarded again: apply landed them (see landLocked), and one may have
+	// been released since.
+	if suspects = w.boardActive(suspects); len(suspects) == 0 {
 		return ok, batches, cmds
 	}
 	again := group(suspects, w.shardOf)
@@ -819,7 +840,6 @@ func (w *Watchdog) resendRefused() {
 		r.batches = r.batches[:0]
 		return
 	}
-	defer w.land(batches)
 	ctx, cancel := context.WithTimeout(w.ctx, max(w.period, time.Second, time.Until(latest)))
 	defer cancel()
 	_, batches, cmds := w.renewAll(ctx, time.Now(), batches, false)
@@ -897,7 +917,8 @@ func (w *Watchdog) send(ctx context.Context, via pipeliner, batches [][]*Hold, c
 // command: a batch that was not sent; each was sent on its master's own
 // connection, which never follows a redirect: its "gone" is the
 // master's). It reports whether every renewal was confirmed, and, with
-// report, tells onRoundFailed if not.
+// report, tells onRoundFailed if not. It lands the renewals of batches
+// (see Settle): a suspect asked again is boarded again.
 func (w *Watchdog) apply(now time.Time, batches [][]*Hold, cmds []*redis.Cmd, acks []int64, report bool) (bool, []*Hold) {
 	failed, again := 0, false
 	var suspects []*Hold
@@ -972,6 +993,7 @@ func (w *Watchdog) apply(now time.Time, batches [][]*Hold, cmds []*redis.Cmd, ac
 			w.loseLocked(h, lockerr.Loss(lockerr.Gone, "lock gone or taken by another owner"))
 		}
 	}
+	w.landLocked(batches)
 	w.unlock()
 	if failed > 0 {
 		// A node out of reach may have failed over: the retry goes to
@@ -992,7 +1014,6 @@ func (w *Watchdog) apply(now time.Time, batches [][]*Hold, cmds []*redis.Cmd, ac
 // not). It gives up at the latest deadline of the holds, after which
 // they are lost anyway. A failure asks the loop for a retry soon.
 func (w *Watchdog) renewSynced(now time.Time, batches [][]*Hold, latest time.Time) {
-	defer w.land(batches)
 	ctx, cancel := context.WithTimeout(w.ctx, max(w.period, time.Second, time.Until(latest)))
 	defer cancel()
 	cmds := make([]*redis.Cmd, len(batches))

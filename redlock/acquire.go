@@ -65,10 +65,7 @@ func (m *Mutex) attempt(ctx context.Context, c *call) (result, error) {
 		err := wd.Settle(ctx, part)
 		m.mu.Lock()
 		if err != nil {
-			if gerr := lockerr.CtxGaveUp(ctx); gerr != nil {
-				err = gerr
-			}
-			return result{}, m.errorf(c.op, err)
+			return result{}, m.errorf(c.op, lockerr.GaveUp(err)) // ctx's error
 		}
 	}
 	if h := m.cur; h != nil {

@@ -237,10 +237,7 @@ func (h *Holder) lockSettled(ctx context.Context) error {
 		last := h.last
 		h.mu.Unlock()
 		if err := h.E.WD.Settle(ctx, last); err != nil {
-			if gerr := lockerr.CtxGaveUp(ctx); gerr != nil {
-				return gerr
-			}
-			return err
+			return lockerr.GaveUp(err) // ctx's error
 		}
 		h.mu.Lock()
 	}

@@ -593,13 +593,13 @@ func ReentryShorterLease(t *testing.T, k Kind) {
 func reentryShorterLease(t *testing.T, s *redistest.Server, k Kind, gaveUp bool) {
 	ctx := testCtx(t)
 	c, rdb := redistest.NewClient(t, s)
-	late := &lateReply{match: func(cmd redis.Cmder) bool { return redistest.IsScript(cmd.Name()) && !renewal(cmd) },
-		holding: make(chan struct{})}
-	redistest.AddHook(rdb, late)
 	name := redistest.Name(t)
 	h, other := k.New(c, name), k.waiter(c, name)
 	require.NoError(t, h.LockFor(ctx, 10*time.Second))
 	if gaveUp {
+		late := &lateReply{match: func(cmd redis.Cmder) bool { return redistest.IsScript(cmd.Name()) && !renewal(cmd) },
+			holding: make(chan struct{})}
+		redistest.AddHook(rdb, late)
 		rctx, cancel := context.WithCancel(ctx)
 		release := make(chan struct{})
 		late.hold(release)
@@ -617,21 +617,18 @@ func reentryShorterLease(t *testing.T, s *redistest.Server, k Kind, gaveUp bool)
 	} else {
 		require.NoError(t, h.LockFor(ctx, 500*time.Millisecond))
 	}
-	{
-		octx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		err := other.Lock(octx)
-		cancel()
-		if k.KeepsLonger {
-			require.ErrorIs(t, err, context.DeadlineExceeded, "taken while the longer lease lasts")
-			assert.True(t, h.Held(), "the hold of the longer lease, declared lost")
-			require.NoError(t, h.Unlock(ctx))
-			require.NoError(t, h.Unlock(ctx))
-			assert.False(t, h.Held())
-			return
-		}
-		require.NoError(t, err, "the next owner, once the re-entry's lease ran out")
+	octx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	err := other.Lock(octx)
+	cancel()
+	if k.KeepsLonger {
+		require.ErrorIs(t, err, context.DeadlineExceeded, "taken while the longer lease lasts")
+		assert.True(t, h.Held(), "the hold of the longer lease, declared lost")
+		require.NoError(t, h.Unlock(ctx))
+		require.NoError(t, h.Unlock(ctx))
+		assert.False(t, h.Held())
+		return
 	}
+	require.NoError(t, err, "the next owner, once the re-entry's lease ran out")
 	assert.False(t, h.Held(), "this handle holds the lock while another does")
 	assert.ErrorIs(t, h.LostErr(), relock.ErrLeaseExpired)
 	assert.ErrorIs(t, h.Unlock(ctx), relock.ErrNotHeld)
@@ -659,9 +656,16 @@ func StaleRenewal(t *testing.T, k Kind) {
 			t.Fatal("no renewal was sent")
 		}
 		require.NoError(t, h.Unlock(ctx))
+		// A ctx that ends while the attempt waits for the renewal: nothing
+		// is sent, nothing held.
+		sctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		err := h.LockFor(sctx, 300*time.Millisecond)
+		cancel()
+		require.ErrorIs(t, err, relock.ErrNotObtained)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.False(t, h.Held())
 		locked := make(chan error, 1)
 		go func() { locked <- h.LockFor(ctx, 300*time.Millisecond) }()
-		var err error
 		select {
 		case err = <-locked:
 			t.Errorf("the next hold was asked for (%v) while a renewal of the last was on its way", err)
@@ -671,7 +675,11 @@ func StaleRenewal(t *testing.T, k Kind) {
 			err = <-locked
 		}
 		require.NoError(t, err)
-		<-held.Landed()
+		select {
+		case <-held.Landed():
+		case <-time.After(3 * time.Second):
+			t.Fatal("the renewal held back never had its reply")
+		}
 		octx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
 		require.NoError(t, other.Lock(octx), "the next owner, once the fixed lease ran out")

@@ -232,11 +232,12 @@ func TestLateGrantRenewedSoon(t *testing.T) {
 		// Let the first round go by, so that the next is a period away.
 		time.Sleep(lease/3 + 100*time.Millisecond)
 		h := watchdog.NewHold(key, watchdog.KindString, "token")
-		// Sent 2.7 s ago: 240 ms of the lease are left locally.
-		start := time.Now().Add(-lease + 300*time.Millisecond)
-		require.NoError(t, rdb.PExpire(ctx, key, 300*time.Millisecond).Err())
+		// Sent 2.4 s ago: 570 ms of the lease are left locally, and the
+		// next round is 900 ms away.
+		start := time.Now().Add(-lease + 600*time.Millisecond)
+		require.NoError(t, rdb.PExpire(ctx, key, 600*time.Millisecond).Err())
 		require.False(t, w.Add(h, start, lease, true))
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(800 * time.Millisecond)
 		assert.NoError(t, w.Err(h), "lost before the next round")
 		assert.Greater(t, rdb.PTTL(ctx, key).Val(), time.Second, "not renewed")
 		w.Remove(h)

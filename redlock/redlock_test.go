@@ -395,6 +395,10 @@ func TestLostMajority(t *testing.T) {
 			// Renewed every 500 ms.
 			m := redlock.New(ms.clients(t, relock.WithWatchdogTimeout(1500*time.Millisecond)), name)
 			lock(t, m)
+			// Lock returns once a majority granted: a late grant that
+			// landed after the deletion below would make its master hold
+			// the lock again (CI87: master 0's SET NX after its DEL).
+			require.Len(t, ms.holdersSoon(t, name, []int{0, 1, 2, 3, 4}), 5)
 
 			// Gone on 2 masters: a majority still holds it.
 			ms.unplant(t, name, 0, 1)
@@ -604,6 +608,7 @@ func TestEvents(t *testing.T) {
 	require.NoError(t, m.Lock(ctx))
 	require.NoError(t, m.Unlock(ctx))
 	require.NoError(t, m.Lock(ctx))
+	require.Len(t, ms.holdersSoon(t, name, []int{0, 1, 2}), 3, "the late grant landed") // see TestLostMajority
 	ms.unplant(t, name, 0, 1)
 	require.ErrorIs(t, m.Unlock(ctx), relock.ErrLockGone)
 

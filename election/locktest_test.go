@@ -158,3 +158,8 @@ func TestWaitUnreachable(t *testing.T) {
 	redistest.Parallel(t)
 	locktest.WaitUnreachable(t, kind)
 }
+
+func TestRetriedReply(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.RetriedReply(t, kind)
+}

@@ -96,3 +96,8 @@ func TestObserverRelocks(t *testing.T) {
 	redistest.Parallel(t)
 	locktest.ObserverRelocks(t, kind)
 }
+
+func TestRetriedReply(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.RetriedReply(t, kind)
+}

@@ -106,3 +106,8 @@ func TestObserverRelocks(t *testing.T) {
 	redistest.Parallel(t)
 	sides(t, locktest.ObserverRelocks)
 }
+
+func TestRetriedReply(t *testing.T) {
+	redistest.Parallel(t)
+	sides(t, locktest.RetriedReply)
+}

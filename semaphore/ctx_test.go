@@ -144,3 +144,8 @@ func TestObserverRelocks(t *testing.T) {
 	redistest.Parallel(t)
 	locktest.ObserverRelocks(t, sem1)
 }
+
+func TestRetriedReply(t *testing.T) {
+	redistest.Parallel(t)
+	locktest.RetriedReply(t, sem1)
+}

@@ -251,20 +251,27 @@ func relockProc(t *testing.T, args ...string) result {
 	return startRelock(t, nil, nil, args...).wait(t, 30*time.Second)
 }
 
-// readyPID waits for the "ready PID" line of a child in file, and returns
-// the PID; the child's process group is killed at the end of t.
-func readyPID(t *testing.T, file string) int {
+// readyPID waits for the "ready PID" line of a child of p in file, and
+// returns the PID; the child's process group is killed at the end of t.
+// If none comes (within 30 s, or before p exits), it says whether p still
+// runs, and what it printed.
+func (p *proc) readyPID(t *testing.T, file string) int {
 	t.Helper()
 	var pid int
-	require.Eventually(t, func() bool {
+	deadline := time.Now().Add(30 * time.Second)
+	for pid == 0 {
+		exited := !p.running() // before the read: what it wrote is there
 		for _, l := range strings.Split(read(file), "\n") {
 			if f := strings.Fields(l); len(f) == 2 && f[0] == "ready" {
 				pid, _ = strconv.Atoi(f[1])
-				return true
 			}
 		}
-		return false
-	}, 30*time.Second, 5*time.Millisecond, "the child never started")
+		if pid == 0 && (exited || time.Now().After(deadline)) {
+			t.Fatalf("the child never wrote ready in %s (%q); relock %s running: %v\nstdout: %s\nstderr: %s",
+				filepath.Base(file), read(file), strings.Join(p.cmd.Args[2:], " "), p.running(), p.stdout.String(), p.stderr.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) })
 	return pid
 }
@@ -659,7 +666,7 @@ func TestRunLost(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "signals")
 			p := startRelock(t, nil, nil, append([]string{"-redis", redisURL(s), "run", "-lease", lease.String(), name, "--"},
 				childArgs(t, "signals", file)...)...)
-			readyPID(t, file)
+			p.readyPID(t, file)
 			note(file+".go", "go") // exit on the signal
 			tok := mutexToken(t, s, name)
 			require.NoError(t, s.Admin(t).Del(context.Background(), core.NewKeys("mutex", name).Lock).Err())
@@ -681,7 +688,7 @@ func TestRunLost(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "signals")
 			p := startRelock(t, nil, nil, append([]string{"-redis", redisURL(s), "run", "-lease", lease.String(), "-grace", grace.String(), name, "--"},
 				childArgs(t, "signals", file, "ignore-term", "spawn")...)...)
-			pid, gpid := readyPID(t, file), readyPID(t, file+".g")
+			pid, gpid := p.readyPID(t, file), p.readyPID(t, file+".g")
 			tok := mutexToken(t, s, name)
 			fu := relockCmd(t, "", "-redis", redisURL(s), "-yes", "force-unlock", name)
 			require.Equal(t, 0, fu.code)
@@ -709,7 +716,7 @@ func TestRunLost(t *testing.T) {
 			note(file+".go", "go") // the child exits on the signal
 			p := startRelock(t, nil, nil, append([]string{"-redis", redisURL(s), "run", "-lease", lease.String(), "-grace", grace.String(), name, "--"},
 				childArgs(t, "signals", file, "spawn")...)...)
-			_, gpid := readyPID(t, file), readyPID(t, file+".g")
+			_, gpid := p.readyPID(t, file), p.readyPID(t, file+".g")
 			require.NoError(t, s.Admin(t).Del(context.Background(), core.NewKeys("mutex", name).Lock).Err())
 			hasLine(t, file+".g", "SIGTERM")
 			term := time.Now()
@@ -731,7 +738,7 @@ func TestRunLost(t *testing.T) {
 			name := redistest.Name(t)
 			file := filepath.Join(t.TempDir(), "await")
 			p := startRelock(t, nil, nil, append([]string{"-redis", redisURL(s), "run", name, "--"}, childArgs(t, "await", file)...)...)
-			readyPID(t, file)
+			p.readyPID(t, file)
 			tok := mutexToken(t, s, name)
 			require.NoError(t, s.Admin(t).Del(context.Background(), core.NewKeys("mutex", name).Lock).Err())
 			note(file+".go", "go")
@@ -757,7 +764,7 @@ func TestRunSignals(t *testing.T) {
 				name := redistest.Name(t)
 				file := filepath.Join(t.TempDir(), "signals")
 				p := startRelock(t, nil, nil, append([]string{"-redis", redisURL(s), "run", name, "--"}, childArgs(t, "signals", file)...)...)
-				pid := readyPID(t, file)
+				pid := p.readyPID(t, file)
 				require.NoError(t, p.cmd.Process.Signal(sig))
 				hasLine(t, file, signalName(sig))
 				time.Sleep(100 * time.Millisecond)
@@ -774,7 +781,7 @@ func TestRunSignals(t *testing.T) {
 			name := redistest.Name(t)
 			file := filepath.Join(t.TempDir(), "sleep")
 			p := startRelock(t, nil, nil, append([]string{"-redis", redisURL(s), "run", name, "--"}, childArgs(t, "sleep", file)...)...)
-			readyPID(t, file)
+			p.readyPID(t, file)
 			require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 			r := p.wait(t, 30*time.Second)
 			assert.Equal(t, 128+int(syscall.SIGTERM), r.code)
@@ -815,7 +822,7 @@ func TestRunSuspend(t *testing.T) {
 		name := redistest.Name(t)
 		file := filepath.Join(t.TempDir(), "sleep")
 		p := startRelock(t, nil, nil, append([]string{"-redis", redisURL(s), "run", name, "--"}, childArgs(t, "sleep", file)...)...)
-		pid := readyPID(t, file)
+		pid := p.readyPID(t, file)
 		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTSTP))
 		states := func() string { return string([]byte{procState(pid), procState(p.cmd.Process.Pid)}) } // child, relock run
 		require.Eventually(t, func() bool { return states() == "TT" }, 5*time.Second, 5*time.Millisecond, "not both stopped")
@@ -838,7 +845,7 @@ func TestRunCrash(t *testing.T) {
 		name := redistest.Name(t)
 		file := filepath.Join(t.TempDir(), "sleep")
 		p := startRelock(t, nil, nil, append([]string{"-redis", redisURL(s), "run", "-lease", lease.String(), name, "--"}, childArgs(t, "sleep", file)...)...)
-		pid := readyPID(t, file)
+		pid := p.readyPID(t, file)
 		require.NoError(t, p.cmd.Process.Kill())
 		killed := time.Now()
 		// Not p.done: that waits for the end of relock run's stdout and

@@ -7,6 +7,7 @@ package core
 import (
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -198,10 +199,25 @@ func isNil(rdb redis.UniversalClient) bool {
 
 // IsRedisError reports whether err is an error reply from Redis (the
 // command was refused or failed there), as opposed to a transport or
-// context error after which the command may or may not have run. A
-// Cluster's refusal of a moving slot (shard.Moving) is not one: go-redis
-// may have sent the command before, and lost that reply.
+// context error after which the command may or may not have run. A reply
+// that go-redis sends the command again on is not one either: a Cluster's
+// refusal of a moving slot (shard.Moving), or a server loading its data,
+// a replica refusing a write, no master or too few replicas (retried):
+// it is the last of several tries, and an earlier one, whose reply was
+// lost (a connection cut by a failover or a restart), may have run.
 func IsRedisError(err error) bool {
 	var rerr redis.Error
-	return errors.As(err, &rerr) && !errors.Is(err, redis.Nil) && !shard.Moving(err)
+	return errors.As(err, &rerr) && !errors.Is(err, redis.Nil) && !shard.Moving(err) && !retried(rerr)
+}
+
+// retried reports whether go-redis sends a command again after the reply
+// rerr (its shouldRetry, v9.7 to v9.23, and MASTERDOWN).
+func retried(rerr redis.Error) bool {
+	msg := rerr.Error()
+	for _, p := range []string{"LOADING ", "READONLY ", "MASTERDOWN ", "CLUSTERDOWN ", "NOREPLICAS ", "ERR max number of clients reached"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
 }

@@ -386,12 +386,13 @@ func (h *Holder) Release(ctx context.Context, op string, class Class, n int) err
 }
 
 // unknownRelease says that a release got no reply (err: a network error,
-// the release timeout): whether Redis applied it is unknown.
+// the release timeout), or a refusal that go-redis sent it again on (see
+// IsRedisError): whether Redis applied it is unknown.
 func unknownRelease(err error) error {
 	if errors.Is(err, redis.ErrClosed) {
 		return err // not sent: the user closed the go-redis client
 	}
-	return fmt.Errorf("release sent, no reply: outcome unknown (calling again resends it; unconfirmed, the hold ends with its lease): %w", err)
+	return fmt.Errorf("release sent, reply lost: outcome unknown (calling again resends it; unconfirmed, the hold ends with its lease): %w", err)
 }
 
 func (h *Holder) releaseLocked(ctx context.Context, op string, class Class, n int) error {

@@ -1,0 +1,46 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+)
+
+// reply is an error reply from Redis, as go-redis returns it.
+type reply string
+
+func (r reply) Error() string { return string(r) }
+
+func (reply) RedisError() {}
+
+// IsRedisError: only a refusal that go-redis does not send again proves
+// the command did not run; a reply it retries on may follow a lost one.
+func TestIsRedisError(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{reply("WRONGTYPE Operation against a key holding the wrong kind of value"), true},
+		{reply("NOPERM User u has no permissions to run the 'evalsha' command"), true},
+		{reply("RELOCK_CAPACITY 3"), true},
+		{fmt.Errorf("semaphore: acquire: %w", reply("RELOCK_CAPACITY 3")), true},
+		{reply("READONLY You can't write against a read only replica."), false},
+		{reply("LOADING Redis is loading the dataset in memory"), false},
+		{reply("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."), false},
+		{reply("CLUSTERDOWN The cluster is down"), false},
+		{reply("NOREPLICAS Not enough good replicas to write."), false},
+		{reply("ERR max number of clients reached"), false},
+		{reply("TRYAGAIN Multiple keys request during rehashing of slot"), false},
+		{reply("ASK 3999 127.0.0.1:6381"), false},
+		{reply("MOVED 3999 127.0.0.1:6381"), false},
+		{redis.Nil, false},
+		{io.EOF, false},
+		{errors.New("i/o timeout"), false},
+	} {
+		assert.Equal(t, tc.want, IsRedisError(tc.err), "%v", tc.err)
+	}
+}

@@ -459,11 +459,18 @@ func TestWatchdogKeepsLock(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, ok, "the lock expired while held under the watchdogs")
 		require.False(t, closed(m.Lost()), "lost while renewed: %v", m.LostErr())
+		// Renewed on a majority at least: Lock returns on a majority, and
+		// a master whose reply never came (its read timeout, on a loaded
+		// machine) has no part to renew (see TestStaleRenewal).
+		renewed := 0
 		for i := range ms {
 			ttl := ms[i].admin.PTTL(ctx, key(name)).Val()
-			assert.Greater(t, ttl, time.Duration(0), "master %d", i)
-			assert.LessOrEqual(t, ttl, time.Second, "master %d", i)
+			if ttl > 0 {
+				renewed++
+				assert.LessOrEqual(t, ttl, time.Second, "master %d", i)
+			}
 		}
+		assert.GreaterOrEqual(t, renewed, len(ms)/2+1, "masters with the lock after 2 leases")
 		require.NoError(t, m.Unlock(ctx))
 		ms.clean(t, name)
 	})

@@ -33,10 +33,24 @@ func TestStaleRenewal(t *testing.T) {
 		m := redlock.New(ms.clientsWith(t, hooks, relock.WithWatchdogTimeout(3*time.Second)), name)
 		other := redlock.New(ms.clients(t), name)
 		lock(t, m)
-		for i, h := range held {
+		// Each part the handle holds is renewed within a period (1 s).
+		// Lock returns on a majority: a master whose reply came late, or
+		// never (its read timeout, on a loaded machine: CI88), may have no
+		// part to renew. Renewals held back on a majority of masters are
+		// what the next hold must wait for.
+		for _, h := range held {
 			h.Arm()
-			within(t, h.Holding(), 3*time.Second, fmt.Sprintf("a renewal sent to master %d", i))
 		}
+		holding := func() (n int) {
+			for _, h := range held {
+				if closed(h.Holding()) {
+					n++
+				}
+			}
+			return n
+		}
+		require.Eventually(t, func() bool { return holding() >= len(ms)/2+1 }, 3*time.Second, 10*time.Millisecond,
+			"renewals sent to a majority of masters")
 		require.NoError(t, m.Unlock(ctx))
 		locked := make(chan error, 1)
 		go func() { locked <- m.LockFor(ctx, 300*time.Millisecond) }()
@@ -55,8 +69,10 @@ func TestStaleRenewal(t *testing.T) {
 			err = <-locked
 		}
 		require.NoError(t, err)
-		for _, h := range held {
-			within(t, h.Landed(), 3*time.Second, "a held renewal's reply")
+		for i, h := range held {
+			if closed(h.Holding()) {
+				within(t, h.Landed(), 3*time.Second, fmt.Sprintf("the reply of the renewal held back on master %d", i))
+			}
 		}
 		octx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()

@@ -205,13 +205,17 @@ func isNil(rdb redis.UniversalClient) bool {
 // a replica refusing a write, no master or too few replicas (retried):
 // it is the last of several tries, and an earlier one, whose reply was
 // lost (a connection cut by a failover or a restart), may have run.
+// (Another refusal after a lost reply, such as OOM on the try after a
+// timeout, is taken as "not run": rare, and not told apart.)
 func IsRedisError(err error) bool {
 	var rerr redis.Error
 	return errors.As(err, &rerr) && !errors.Is(err, redis.Nil) && !shard.Moving(err) && !retried(rerr)
 }
 
 // retried reports whether go-redis sends a command again after the reply
-// rerr (its shouldRetry, v9.7 to v9.23, and MASTERDOWN).
+// rerr: what its shouldRetry retries on, in v9.7 and in later versions
+// (MASTERDOWN, NOREPLICAS, and a script's error that carries a replica's
+// READONLY, as Redis 6 reports a write in a script on a replica).
 func retried(rerr redis.Error) bool {
 	msg := rerr.Error()
 	for _, p := range []string{"LOADING ", "READONLY ", "MASTERDOWN ", "CLUSTERDOWN ", "NOREPLICAS ", "ERR max number of clients reached"} {
@@ -219,5 +223,5 @@ func retried(rerr redis.Error) bool {
 			return true
 		}
 	}
-	return false
+	return strings.Contains(msg, "-READONLY You can't write against a read only replica")
 }

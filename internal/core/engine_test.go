@@ -17,8 +17,9 @@ func (r reply) Error() string { return string(r) }
 
 func (reply) RedisError() {}
 
-// IsRedisError: only a refusal that go-redis does not send again proves
-// the command did not run; a reply it retries on may follow a lost one.
+// IsRedisError: a refusal that go-redis does not send again is taken as
+// proof that the command did not run; a reply it retries on may follow a
+// try that ran and lost its reply.
 func TestIsRedisError(t *testing.T) {
 	for _, tc := range []struct {
 		err  error
@@ -29,6 +30,7 @@ func TestIsRedisError(t *testing.T) {
 		{reply("RELOCK_CAPACITY 3"), true},
 		{fmt.Errorf("semaphore: acquire: %w", reply("RELOCK_CAPACITY 3")), true},
 		{reply("READONLY You can't write against a read only replica."), false},
+		{reply("ERR Error running script (call to f_0e4b8d2c): @user_script:12: @user_script: 12: -READONLY You can't write against a read only replica."), false},
 		{reply("LOADING Redis is loading the dataset in memory"), false},
 		{reply("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."), false},
 		{reply("CLUSTERDOWN The cluster is down"), false},

@@ -1,4 +1,4 @@
-package core
+package core_test
 
 import (
 	"errors"
@@ -8,14 +8,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
+
+	"github.com/relock-go/relock/internal/core"
+	"github.com/relock-go/relock/internal/redistest"
 )
 
-// reply is an error reply from Redis, as go-redis returns it.
-type reply string
-
-func (r reply) Error() string { return string(r) }
-
-func (reply) RedisError() {}
+type reply = redistest.Reply
 
 // IsRedisError: a refusal that go-redis does not send again is taken as
 // proof that the command did not run; a reply it retries on may follow a
@@ -43,6 +41,6 @@ func TestIsRedisError(t *testing.T) {
 		{io.EOF, false},
 		{errors.New("i/o timeout"), false},
 	} {
-		assert.Equal(t, tc.want, IsRedisError(tc.err), "%v", tc.err)
+		assert.Equal(t, tc.want, core.IsRedisError(tc.err), "%v", tc.err)
 	}
 }

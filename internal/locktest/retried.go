@@ -18,11 +18,7 @@ import (
 // readOnly is the reply of a replica to a write: go-redis sends the
 // command again on it (its shouldRetry), so a caller that gets it may be
 // looking at the last of several tries.
-type readOnly struct{}
-
-func (readOnly) Error() string { return "READONLY You can't write against a read only replica." }
-
-func (readOnly) RedisError() {}
+const readOnly = redistest.Reply("READONLY You can't write against a read only replica.")
 
 // retriedReply is a go-redis hook that, once armed, lets the next lock
 // command (a script other than a renewal, or a mutex's SET) run at Redis
@@ -49,8 +45,8 @@ func (r *retriedReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			return err
 		}
 		r.fired.Store(true)
-		cmd.SetErr(readOnly{})
-		return readOnly{}
+		cmd.SetErr(readOnly)
+		return readOnly
 	}
 }
 

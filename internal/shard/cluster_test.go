@@ -12,16 +12,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relock-go/relock/internal/redistest"
 	"github.com/relock-go/relock/internal/shard"
 )
 
 // reply is an error reply of Redis, as go-redis returns it.
-type reply string
-
-func (r reply) Error() string { return string(r) }
-func (reply) RedisError()     {}
-
-var _ redis.Error = reply("")
+type reply = redistest.Reply
 
 func TestUnsettled(t *testing.T) {
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})

@@ -81,6 +81,30 @@ func waitQueued(t *testing.T, s *redistest.Server, name string, n int) {
 	}, 5*time.Second, 2*time.Millisecond, "the queue never reached %d candidates", n)
 }
 
+// queued starts e's Campaign for value behind a leader, and returns once
+// it waits in the queue (the only candidate there); the Campaign's error
+// comes on the channel (see outcome).
+func queued(t *testing.T, ctx context.Context, s *redistest.Server, name string, e *election.Election, value string) <-chan error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- e.Campaign(ctx, value) }()
+	waitQueued(t, s, name, 1)
+	return done
+}
+
+// outcome returns the error of a Campaign started by queued, and fails t
+// with what if it has not returned within d.
+func outcome(t *testing.T, done <-chan error, d time.Duration, what string) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(d):
+		t.Fatal(what)
+		return nil
+	}
+}
+
 func TestCampaignLeaderResign(t *testing.T) {
 	redistest.Parallel(t)
 	redistest.Run(t, func(t *testing.T, s *redistest.Server) {
@@ -221,17 +245,10 @@ func TestCampaignAtHead(t *testing.T) {
 		leader := election.New(c, name, hb)
 		require.NoError(t, leader.Campaign(ctx, "first"))
 		next := election.New(c, name, hb)
-		done := make(chan error, 1)
-		go func() { done <- next.Campaign(ctx, "next") }()
-		waitQueued(t, s, name, 1)
+		done := queued(t, ctx, s, name, next, "next")
 		rdb := s.Client(t)
 		require.Equal(t, int64(1), rdb.Del(ctx, base(name)).Val())
-		select {
-		case err := <-done:
-			require.NoError(t, err)
-		case <-time.After(5 * time.Second):
-			t.Fatal("the candidate at the head never led")
-		}
+		require.NoError(t, outcome(t, done, 5*time.Second, "the candidate at the head never led"))
 		for _, k := range []string{":queue", ":timeouts", ":values"} {
 			assert.Zero(t, rdb.Exists(ctx, base(name)+k).Val(), "%s left after the head's campaign", k)
 		}
@@ -274,16 +291,9 @@ func TestCampaignCtxEnd(t *testing.T) {
 
 		// A later candidate is not held up by the one that gave up.
 		next := election.New(c, name, hb)
-		done := make(chan error, 1)
-		go func() { done <- next.Campaign(ctx, "n") }()
-		waitQueued(t, s, name, 1)
+		done := queued(t, ctx, s, name, next, "n")
 		require.NoError(t, leader.Resign(ctx))
-		select {
-		case err := <-done:
-			require.NoError(t, err)
-		case <-time.After(2 * time.Second):
-			t.Fatal("the next candidate was not elected on the resignation")
-		}
+		require.NoError(t, outcome(t, done, 2*time.Second, "the next candidate was not elected on the resignation"))
 		require.NoError(t, next.Resign(ctx))
 		assertOnlyCounter(t, s, name, 2*lease)
 	})
@@ -307,9 +317,7 @@ func TestCloseWhileCampaigning(t *testing.T) {
 		e := election.New(c, name)
 		changes := e.Observe(ctx)
 		<-changes
-		done := make(chan error, 1)
-		go func() { done <- e.Campaign(ctx, "c") }()
-		waitQueued(t, s, name, 1)
+		done := queued(t, ctx, s, name, e, "c")
 		require.NoError(t, c.Close())
 		select {
 		case _, open := <-changes:
@@ -317,13 +325,9 @@ func TestCloseWhileCampaigning(t *testing.T) {
 		case <-time.After(2 * time.Second):
 			t.Fatal("Observe's channel did not close with its Client")
 		}
-		select {
-		case err := <-done:
-			require.ErrorIs(t, err, relock.ErrNotObtained)
-			require.ErrorIs(t, err, relock.ErrClosed)
-		case <-time.After(5 * time.Second):
-			t.Fatal("Campaign did not return when its Client closed")
-		}
+		err := outcome(t, done, 5*time.Second, "Campaign did not return when its Client closed")
+		require.ErrorIs(t, err, relock.ErrNotObtained)
+		require.ErrorIs(t, err, relock.ErrClosed)
 		assert.Zero(t, rdb.Exists(ctx, base(name)+":queue", base(name)+":timeouts", base(name)+":values").Val(),
 			"the candidate left something in the queue")
 		require.NoError(t, leader.Resign(ctx))
@@ -540,18 +544,11 @@ func TestResignEndedCtx(t *testing.T) {
 		e := election.New(c, name, hb)
 		require.NoError(t, e.Campaign(ctx, "v"))
 		next := election.New(c, name, hb)
-		done := make(chan error, 1)
-		go func() { done <- next.Campaign(ctx, "n") }()
-		waitQueued(t, s, name, 1)
+		done := queued(t, ctx, s, name, next, "n")
 		ended, cancel := context.WithCancel(ctx)
 		cancel()
 		require.NoError(t, e.Resign(ended))
-		select {
-		case err := <-done:
-			require.NoError(t, err)
-		case <-time.After(2 * time.Second):
-			t.Fatal("a Resign with an ended ctx did not hand over")
-		}
+		require.NoError(t, outcome(t, done, 2*time.Second, "a Resign with an ended ctx did not hand over"))
 		require.NoError(t, next.Resign(ctx))
 	})
 }

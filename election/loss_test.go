@@ -46,19 +46,13 @@ func TestForceResign(t *testing.T) {
 		require.NoError(t, leader.Campaign(ctx, "l"))
 		hctx := leader.HoldContext(ctx)
 		next := election.New(c, name, hb)
-		done := make(chan error, 1)
-		go func() { done <- next.Campaign(ctx, "n") }()
-		waitQueued(t, s, name, 1)
+		done := queued(t, ctx, s, name, next, "n")
 
 		ok, err := election.New(newClient(t, s), name, hb).ForceResign(ctx)
 		require.NoError(t, err)
 		assert.True(t, ok)
-		select {
-		case err := <-done:
-			require.NoError(t, err, "the next candidate after a ForceResign")
-		case <-time.After(2 * time.Second):
-			t.Fatal("ForceResign did not hand the leadership over")
-		}
+		require.NoError(t, outcome(t, done, 2*time.Second, "ForceResign did not hand the leadership over"),
+			"the next candidate after a ForceResign")
 		t.Logf("Lost after %v", lostWithin(t, leader, lease))
 		require.ErrorIs(t, leader.LostErr(), relock.ErrLockGone)
 		<-hctx.Done()
@@ -74,11 +68,9 @@ func TestForceResign(t *testing.T) {
 		assert.Equal(t, next.Term(), l.Term)
 
 		// Campaigning again after the loss, without a Resign.
-		done2 := make(chan error, 1)
-		go func() { done2 <- leader.Campaign(ctx, "l2") }()
-		waitQueued(t, s, name, 1)
+		done2 := queued(t, ctx, s, name, leader, "l2")
 		require.NoError(t, next.Resign(ctx))
-		require.NoError(t, <-done2)
+		require.NoError(t, outcome(t, done2, 5*time.Second, "the former leader was not elected on the resignation"))
 		assert.Greater(t, leader.Term(), l.Term)
 		require.NoError(t, leader.Resign(ctx))
 		ok, err = leader.ForceResign(ctx)

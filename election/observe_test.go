@@ -271,17 +271,10 @@ func TestObserveDeadLeader(t *testing.T) {
 		l := election.New(dead, name, hb)
 		require.NoError(t, l.Campaign(ctx, "dead"))
 		next := election.New(newClient(t, s), name, hb)
-		done := make(chan error, 1)
-		go func() { done <- next.Campaign(ctx, "next") }()
-		waitQueued(t, s, name, 1)
+		done := queued(t, ctx, s, name, next, "next")
 		died := time.Now()
 		require.NoError(t, dead.Close()) // no more renewals; nothing released
-		select {
-		case err := <-done:
-			require.NoError(t, err)
-		case <-time.After(lease + 3*time.Second):
-			t.Fatal("the dead leader was not replaced")
-		}
+		require.NoError(t, outcome(t, done, lease+3*time.Second, "the dead leader was not replaced"))
 		took := time.Since(died)
 		t.Logf("replaced %v after the leader died (lease %v)", took, lease)
 		assert.Less(t, took, lease+time.Second, "replaced after more than a lease and a heartbeat's quarter")

@@ -159,8 +159,7 @@ func (c *call) Attempt(ctx context.Context) (bool, time.Duration, error) {
 	}
 	if err != nil {
 		if !IsRedisError(err) {
-			h.capLocked(r, start)
-			h.abortLocked(ctx, r)
+			h.undoLocked(ctx, r, start)
 		}
 		if gerr := lockerr.CtxGaveUp(ctx); gerr != nil {
 			return false, 0, gerr
@@ -189,15 +188,13 @@ func (c *call) Attempt(ctx context.Context) (bool, time.Duration, error) {
 			// Granted after the caller's ctx ended (go-redis does not
 			// interrupt a command on ctx end unless told to) or the
 			// client closed: give it back, as x/sync's semaphore does.
-			h.capLocked(r, start)
-			h.abortLocked(ctx, r)
+			h.undoLocked(ctx, r, start)
 			return false, 0, gerr
 		}
 		if h.Cfg.SyncReplicas > 0 {
 			if err := h.waitReplicas(ctx); err != nil {
 				// Not safe against a failover yet: given back at once.
-				h.capLocked(r, start)
-				h.abortLocked(ctx, r)
+				h.undoLocked(ctx, r, start)
 				return false, 0, h.errorf(c.op, err)
 			}
 		}
@@ -352,15 +349,16 @@ func (h *Holder) setsLease(r *Request) bool {
 	return !r.Held.Zero() && !r.Watched && h.watchKind != watchdog.KindSemaphore
 }
 
-// capLocked follows acquire r, sent at start, that may have run at Redis
-// but is not counted (its outcome unknown, or its grant given back: an
-// abort undoes a re-entry's count, not the lease it set): a re-entry that
-// sets the lease (setsLease) may have shortened it there, so the hold's
-// local deadline is at most what that lease allows.
-func (h *Holder) capLocked(r *Request, start time.Time) {
+// undoLocked gives back acquire r, sent at start, that may have run at
+// Redis but is not counted (its outcome unknown, or its grant refused):
+// it is aborted there. An abort undoes a re-entry's count, not the lease
+// it set: a re-entry that sets the lease (setsLease) may have shortened
+// it, so the hold's local deadline is capped at what that lease allows.
+func (h *Holder) undoLocked(ctx context.Context, r *Request, start time.Time) {
 	if h.setsLease(r) {
 		h.E.WD.Cap(h.hold, start.Add(r.Lease-watchdog.Drift(r.Lease)))
 	}
+	h.abortLocked(ctx, r)
 }
 
 // beginLocked begins a new hold of the handle, whose acquire call c (nil:
